@@ -1,0 +1,28 @@
+//go:build matrixexec_linked
+
+package beat
+
+import "unsafe"
+
+// linked reports whether this package is bound to the patched runtime.
+// matrixexec compiles this file instead of runtime_plain.go; the functions
+// below are defined in the file it adds to package runtime.
+const linked = true
+
+//go:linkname rtSetActive runtime.matrixSetActive
+func rtSetActive(v uint32)
+
+//go:linkname rtSetNow runtime.matrixSetNow
+func rtSetNow(ms uint64)
+
+//go:linkname rtGetNow runtime.matrixGetNow
+func rtGetNow() uint64
+
+//go:linkname rtSwapRing runtime.matrixSwapRing
+func rtSwapRing(p unsafe.Pointer) unsafe.Pointer
+
+//go:linkname rtNamesHead runtime.matrixNamesHead
+func rtNamesHead() unsafe.Pointer
+
+//go:linkname rtGoid runtime.matrixGoid
+func rtGoid() uint64

@@ -1,0 +1,17 @@
+//go:build !matrixexec_linked
+
+package beat
+
+import "unsafe"
+
+// linked reports whether this package is bound to the patched runtime. In
+// a plain build (and in go vet and gopls) it is not: every entry point below
+// is a no-op, and the recorder reports that the binary is not instrumented.
+const linked = false
+
+func rtSetActive(uint32)                       {}
+func rtSetNow(uint64)                          {}
+func rtGetNow() uint64                         { return 0 }
+func rtSwapRing(unsafe.Pointer) unsafe.Pointer { return nil }
+func rtNamesHead() unsafe.Pointer              { return nil }
+func rtGoid() uint64                           { return 0 }

@@ -1,0 +1,380 @@
+// Package blacklist parses and matches the rules that tell the matrixexec
+// instrumenter (a `go build -toolexec` wrapper) what it must not instrument.
+//
+// # File format
+//
+// A blacklist is a UTF-8 text file with one directive per line. Every line is
+// trimmed of surrounding white space first (so CRLF files work, and a leading
+// byte order mark is ignored). Then:
+//
+//	# a comment                     whole-line comment
+//	[section]                       section header: ignored (Tencent Matrix compatibility)
+//	-keeppackage <prefix>           do not instrument packages matching prefix
+//	-keepfunc <pkgpath>.<func>      do not instrument that one function
+//	-allowpackage <prefix>          allow list: see below
+//	-allowfunc <pkgpath>.<func>     force that one function in: see below
+//
+// A '#' that follows white space starts a comment that runs to the end of the
+// line, so "-keeppackage example.com/gen # generated code" is a valid line.
+// Blank lines are ignored. Directives are case-sensitive and take exactly one
+// argument.
+//
+// Anything else is an error: an unknown directive (Matrix's -keepclass
+// included), a missing or extra argument, an import path with characters
+// Go does not allow in import paths (anything but ASCII letters, digits and
+// "-._~+/") or with an empty element or one that starts or ends with a dot, a
+// malformed function name, or a section header that is not "[name]" with a
+// non-empty name. Parse does not stop at the first error: it reports every
+// bad line, each as a *SyntaxError rendered "<file>:<line>: <message>", all
+// joined with errors.Join, and returns no rules.
+//
+// # Package prefixes
+//
+// The argument of -keeppackage and -allowpackage is an import path prefix:
+//
+//   - "a/b" matches package "a/b" and every package below it ("a/b/c",
+//     "a/b/c/d"), but not "a/bc": the prefix matches whole path elements;
+//   - "a/b/" (with a trailing slash) is a plain string prefix, the form Matrix
+//     files use: it matches "a/b/c" but not "a/b" itself;
+//   - "*" alone matches every package.
+//
+// There is no other wildcard: write "a/b", not "a/b/...". An external test
+// package ("a/b_test") has its own path and needs its own rule.
+//
+// # Function names
+//
+// The argument of -keepfunc and -allowfunc is a package path and a function
+// name joined by a dot, in the form the instrumenter writes to its mapping
+// file:
+//
+//	example.com/a/b.Run               function
+//	example.com/a/b.(*T).Method       method with a pointer receiver
+//	example.com/a/b.(T).Method        method with a value receiver
+//	example.com/a/b.Run.func1         closure inside Run (Run.func1.2 when nested)
+//	example.com/a/b.(*List[T]).Push   method of a generic type
+//	main.run                          function run of package main
+//
+// The package is split from the function at the first '.' of the last
+// '/'-separated element of the package path (slashes inside a receiver's type
+// parameter list do not count): "example.com/a/b.(*T).M" is package
+// "example.com/a/b", function "(*T).M". A package path whose last element
+// contains a dot ("gopkg.in/yaml.v3") is written with that dot escaped as
+// "%2e", as the Go linker does: "gopkg.in/yaml%2ev3.Marshal".
+//
+// Type parameter lists are normalised to "[...]" both in rules and in the
+// names passed to [Rules.Func], so the rule "(*List[T]).Push" matches a method
+// the instrumenter names "(*List[...]).Push", "(*List[T]).Push" or
+// "(*List[E]).Push". A type parameter list must not contain spaces (write
+// "(Map[K,V]).Get" or "(Map[...]).Get").
+//
+// A function rule names exactly one function: keeping "pkg.Run" does not keep
+// the closures "pkg.Run.func1", … declared inside it; list them too if needed.
+//
+// # Allow list
+//
+// When at least one -allowpackage line exists, only packages that match an
+// -allowpackage prefix are instrumented, and the keep rules still apply within
+// them. -allowfunc names a function that is instrumented whatever the
+// -keeppackage, -keepfunc and -allowpackage rules say; -allowfunc lines alone
+// do not turn the package allow list on.
+//
+// # Built-in rules
+//
+// Some packages are never instrumented, whatever the file says (neither
+// -allowpackage nor -allowfunc can bring them in):
+//
+//   - the standard library, i.e. every package compiled with -std. The
+//     recorder that instrumented code calls into depends on the runtime and
+//     parts of the standard library, so instrumenting them would recurse; an
+//     -allowpackage line naming a standard library path therefore has no
+//     effect. For safety, "runtime", "runtime/...", "internal/...", "unsafe",
+//     "C" and the vendored "vendor/golang.org/x/..." are excluded even when the
+//     caller does not report them as -std;
+//   - this module ([SelfModule]) and every package below it — the recorder
+//     (beat), the tracers and everything else that is linked into user
+//     binaries — except its "examples" and "integration/testdata" subtrees,
+//     which are ordinary user code used to demonstrate and test the tool.
+//
+// # Canonical form
+//
+// [Rules.String] renders rules in a canonical form (sorted, without
+// duplicates, comments or sections) that parses back to equal rules; it is
+// suitable for hashing into the compiler's tool id, so that an edit that
+// changes the rules (and only such an edit) invalidates the build cache.
+package blacklist
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// SelfModule is the module path of this project. Its packages are linked into
+// user binaries and are never instrumented, except the "examples" and
+// "integration/testdata" subtrees.
+const SelfModule = "github.com/matrixgo/matrix"
+
+// The directives of the blacklist format.
+const (
+	dirKeepPackage  = "-keeppackage"
+	dirKeepFunc     = "-keepfunc"
+	dirAllowPackage = "-allowpackage"
+	dirAllowFunc    = "-allowfunc"
+)
+
+// Rules is a parsed blacklist together with the built-in rules. The zero
+// value and a nil *Rules hold only the built-in rules, like [Default]. A Rules
+// is immutable once built and safe for concurrent use.
+type Rules struct {
+	keepPackages  []string  // sorted, unique
+	allowPackages []string  // sorted, unique
+	keepFuncs     []funcKey // sorted, unique
+	allowFuncs    []funcKey // sorted, unique
+
+	// Indexes derived from the lists above.
+	keepFuncSet   map[funcKey]bool
+	allowFuncSet  map[funcKey]bool
+	allowFuncPkgs map[string]bool
+}
+
+// funcKey identifies one function: its package path and its normalised name.
+type funcKey struct {
+	pkg, fn string
+}
+
+func (k funcKey) less(o funcKey) bool {
+	if k.pkg != o.pkg {
+		return k.pkg < o.pkg
+	}
+	return k.fn < o.fn
+}
+
+// String renders the key in the file format, escaping dots in the last
+// element of the package path so that it splits back the same way.
+func (k funcKey) String() string {
+	return escapePkg(k.pkg) + "." + k.fn
+}
+
+// SyntaxError describes one bad line of a blacklist.
+type SyntaxError struct {
+	File string // the name given to Parse, or the path given to Load
+	Line int    // 1-based line number
+	Msg  string // what is wrong
+}
+
+// Error returns "<file>:<line>: <message>".
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// Parse parses blacklist data; name is used in error messages.
+//
+// On error, Parse returns nil rules and every syntax error of data, each a
+// *SyntaxError, joined with errors.Join.
+func Parse(name string, data []byte) (*Rules, error) {
+	var (
+		r    Rules
+		errs []error
+	)
+	text := strings.TrimPrefix(string(data), "\ufeff")
+	for i, line := range strings.Split(text, "\n") {
+		if msg := r.parseLine(line); msg != "" {
+			errs = append(errs, &SyntaxError{File: name, Line: i + 1, Msg: msg})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	r.finish()
+	return &r, nil
+}
+
+// Load reads and parses a file. A missing file is not an error when optional is true: it yields Default().
+func Load(path string, optional bool) (*Rules, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if optional && errors.Is(err, fs.ErrNotExist) {
+			return Default(), nil
+		}
+		return nil, fmt.Errorf("blacklist: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Default returns the rules with only the built-in defaults.
+func Default() *Rules {
+	r := new(Rules)
+	r.finish()
+	return r
+}
+
+// String renders the rules (without the built-in ones) in canonical form: one
+// directive per line, -keeppackage, -keepfunc, -allowpackage and -allowfunc
+// lines in that order, each group sorted, without duplicates or comments.
+// The result parses back to equal rules. Default rules render as "".
+func (r *Rules) String() string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range r.keepPackages {
+		b.WriteString(dirKeepPackage + " " + p + "\n")
+	}
+	for _, k := range r.keepFuncs {
+		b.WriteString(dirKeepFunc + " " + k.String() + "\n")
+	}
+	for _, p := range r.allowPackages {
+		b.WriteString(dirAllowPackage + " " + p + "\n")
+	}
+	for _, k := range r.allowFuncs {
+		b.WriteString(dirAllowFunc + " " + k.String() + "\n")
+	}
+	return b.String()
+}
+
+// parseLine parses one line into r and returns an error message, or "".
+func (r *Rules) parseLine(line string) string {
+	line = strings.TrimSpace(stripComment(strings.TrimSpace(line)))
+	switch {
+	case line == "":
+		return ""
+	case line[0] == '[' || line[0] == ']':
+		return checkSection(line)
+	}
+	fields := strings.Fields(line)
+	dir, args := fields[0], fields[1:]
+	var what string
+	switch dir {
+	case dirKeepPackage, dirAllowPackage:
+		what = "an import path prefix"
+	case dirKeepFunc, dirAllowFunc:
+		what = "a function (<pkgpath>.<Func> or <pkgpath>.(*T).Method)"
+	default:
+		return fmt.Sprintf("unknown directive %q; want %s, %s, %s or %s",
+			dir, dirKeepPackage, dirKeepFunc, dirAllowPackage, dirAllowFunc)
+	}
+	switch {
+	case len(args) == 0:
+		return fmt.Sprintf("%s: missing argument; want %s", dir, what)
+	case len(args) > 1:
+		msg := fmt.Sprintf("%s: want one argument, got %d: %s", dir, len(args), quoteAll(args))
+		if (dir == dirKeepFunc || dir == dirAllowFunc) && strings.Count(args[0], "[") > strings.Count(args[0], "]") {
+			msg += " (write type parameter lists without spaces, e.g. [K,V], or as [...])"
+		}
+		return msg
+	}
+	arg := args[0]
+	switch dir {
+	case dirKeepPackage, dirAllowPackage:
+		if err := checkPrefix(arg); err != "" {
+			return fmt.Sprintf("%s: bad import path prefix %q: %s", dir, arg, err)
+		}
+		if dir == dirKeepPackage {
+			r.keepPackages = append(r.keepPackages, arg)
+		} else {
+			r.allowPackages = append(r.allowPackages, arg)
+		}
+	default:
+		k, err := parseFunc(arg)
+		if err != "" {
+			return fmt.Sprintf("%s: bad function %q: %s", dir, arg, err)
+		}
+		if dir == dirKeepFunc {
+			r.keepFuncs = append(r.keepFuncs, k)
+		} else {
+			r.allowFuncs = append(r.allowFuncs, k)
+		}
+	}
+	return ""
+}
+
+// stripComment removes a comment: a '#' at the start of line or after white
+// space, and everything after it.
+func stripComment(line string) string {
+	for i := 0; i < len(line); i++ {
+		if line[i] != '#' {
+			continue
+		}
+		if i == 0 {
+			return ""
+		}
+		if r, _ := utf8.DecodeLastRuneInString(line[:i]); unicode.IsSpace(r) {
+			return line[:i]
+		}
+	}
+	return line
+}
+
+// checkSection checks a section header line, which is otherwise ignored.
+func checkSection(line string) string {
+	if line[0] != '[' || line[len(line)-1] != ']' || len(line) < 2 {
+		return fmt.Sprintf("malformed section header %q; want [name]", line)
+	}
+	name := strings.TrimSpace(line[1 : len(line)-1])
+	switch {
+	case name == "":
+		return "empty section name"
+	case strings.ContainsAny(name, "[]"):
+		return fmt.Sprintf("malformed section header %q; want [name]", line)
+	}
+	return ""
+}
+
+func quoteAll(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	return strings.Join(q, " ")
+}
+
+// finish sorts and deduplicates the rule lists and builds the indexes.
+func (r *Rules) finish() {
+	r.keepPackages = uniqStrings(r.keepPackages)
+	r.allowPackages = uniqStrings(r.allowPackages)
+	r.keepFuncs = uniqFuncs(r.keepFuncs)
+	r.allowFuncs = uniqFuncs(r.allowFuncs)
+	r.keepFuncSet = make(map[funcKey]bool, len(r.keepFuncs))
+	for _, k := range r.keepFuncs {
+		r.keepFuncSet[k] = true
+	}
+	r.allowFuncSet = make(map[funcKey]bool, len(r.allowFuncs))
+	r.allowFuncPkgs = make(map[string]bool)
+	for _, k := range r.allowFuncs {
+		r.allowFuncSet[k] = true
+		r.allowFuncPkgs[k.pkg] = true
+	}
+}
+
+func uniqStrings(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	sort.Strings(s)
+	out := s[:1]
+	for _, v := range s[1:] {
+		if v != out[len(out)-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func uniqFuncs(s []funcKey) []funcKey {
+	if len(s) == 0 {
+		return nil
+	}
+	sort.Slice(s, func(i, j int) bool { return s[i].less(s[j]) })
+	out := s[:1]
+	for _, v := range s[1:] {
+		if v != out[len(out)-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+// Command matrixexec is the Matrix for Go build wrapper and command-line tool.
+//
+// As a -toolexec wrapper it instruments every non-trivial function of the
+// packages it compiles and links the Matrix recorder into the binary:
+//
+//	go build -toolexec=matrixexec ./...
+//	go test -toolexec="matrixexec -map /shared/methodMapping.txt" ./...
+//
+// As a command it works on what instrumented programs report:
+//
+//	matrixexec version
+//	matrixexec retrace [-map FILE] [REPORT]
+//	matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
+//
+// Flags given before the tool path inside the -toolexec string, and the
+// MATRIX_* environment variables, configure the build; see the README.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// exitError carries a process exit status through run.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// run is main without the process: it returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, rest, err := parseConfig(args, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "matrixexec: %v\n", err)
+		return 2
+	}
+	if len(rest) == 0 {
+		usage(stderr)
+		return 2
+	}
+	if isToolPath(rest[0]) {
+		err = toolexec(cfg, rest, stdin, stdout, stderr)
+	} else {
+		err = command(cfg, rest, stdin, stdout, stderr)
+	}
+	var code exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	}
+	fmt.Fprintf(stderr, "matrixexec: %v\n", err)
+	return 1
+}
+
+// isToolPath reports whether arg is the tool cmd/go asked us to run: an
+// absolute path to an existing file (cmd/go always passes the tool's
+// absolute path).
+func isToolPath(arg string) bool {
+	if !filepath.IsAbs(arg) {
+		return false
+	}
+	fi, err := os.Stat(arg)
+	return err == nil && !fi.IsDir()
+}
+
+func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	switch args[0] {
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "matrixexec", version())
+		return nil
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return nil
+	case "retrace":
+		return retrace(cfg, args[1:], stdin, stdout)
+	case "analyze":
+		return analyze(args[1:], stdin, stdout)
+	}
+	if strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("unknown option %q (see matrixexec help)", args[0])
+	}
+	return fmt.Errorf("unknown command %q, and not a tool path from -toolexec (see matrixexec help)", args[0])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  go build -toolexec="matrixexec [flags]" ...   instrument a build
+  matrixexec version                            print the version
+  matrixexec retrace [-map FILE] [REPORT]       turn ids in a report into names
+  matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
+                                                analyse recorded events
+
+build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
+  -map FILE          method mapping file   (MATRIX_MAP, default <module root>/.matrix/methodMapping.txt)
+  -blacklist FILE    blacklist file        (MATRIX_BLACKLIST, default <module root>/.matrix/blacklist.txt if present)
+  -inline-budget N   skip functions the compiler would inline at this cost, -1 to instrument them too
+                                           (MATRIX_INLINE_BUDGET, default 80)
+  -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
+`)
+}

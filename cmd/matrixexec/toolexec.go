@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/matrixgo/matrix/blacklist"
+	"github.com/matrixgo/matrix/idalloc"
+)
+
+// toolexec runs the tool cmd/go asked for, instrumenting compiles.
+func toolexec(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	tool := strings.TrimSuffix(filepath.Base(args[0]), ".exe")
+	if len(args) == 2 && args[1] == "-V=full" {
+		switch tool {
+		case "compile", "link":
+			return toolVersion(cfg, args, stdout, stderr)
+		}
+	}
+	switch tool {
+	case "compile":
+		return compile(cfg, args, stdin, stdout, stderr)
+	}
+	return runTool(args, stdin, stdout, stderr)
+}
+
+// runTool runs a tool with our stdio and returns its exit status as an
+// exitError, so matrixexec exits exactly as the tool did.
+func runTool(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return exitError(ee.ExitCode())
+	}
+	if err != nil {
+		return fmt.Errorf("run %s: %w", filepath.Base(args[0]), err)
+	}
+	return nil
+}
+
+// toolVersion answers -V=full. cmd/go uses the line as the tool id in every
+// cache key, so we append our version and a hash of every input that
+// changes our output: instrumented and plain builds then never share cache
+// entries, and a configuration change rebuilds. The suffix is glued to the
+// last field so the line stays parseable (for devel toolchains the last
+// field must still start with "buildID=").
+func toolVersion(cfg *config, args []string, stdout, stderr io.Writer) error {
+	var out bytes.Buffer
+	if err := runTool(args, nil, &out, stderr); err != nil {
+		return err
+	}
+	h, err := configHash(cfg)
+	if err != nil {
+		return err
+	}
+	line := strings.TrimRight(out.String(), "\n")
+	fmt.Fprintf(stdout, "%s:matrixexec@%s;%s\n", line, version(), h)
+	return nil
+}
+
+// configHash hashes what the rewritten output depends on besides the
+// package's own files: this executable (and so the rewriter and the
+// runtime patch it embeds), the blacklist, the filter settings and the
+// identity of the id map.
+func configHash(cfg *config) (string, error) {
+	h := sha256.New()
+	exe, err := selfHash()
+	if err != nil {
+		return "", err
+	}
+	h.Write(exe)
+	rules, err := loadRules(cfg)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "blacklist:%s\ninline:%d\n", rules, cfg.inlineBudget)
+	m, err := idalloc.Open(cfg.mapPath)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "map:%s\n", m.Identity())
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+var selfHash = sync.OnceValues(func() ([]byte, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locate matrixexec: %w", err)
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return nil, fmt.Errorf("hash matrixexec: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, fmt.Errorf("hash matrixexec: %w", err)
+	}
+	return h.Sum(nil), nil
+})
+
+func loadRules(cfg *config) (*blacklist.Rules, error) {
+	return blacklist.Load(cfg.blacklistPath, !cfg.blacklistSet)
+}
+
+// version returns the module version of this binary, or "dev" (never
+// "devel": cmd/go would take the compiler for a development toolchain).
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// expandArgs replaces @responsefile arguments by their content, decoded as
+// cmd/internal/objabi does.
+func expandArgs(in []string) ([]string, error) {
+	var out []string
+	for _, s := range in {
+		if !strings.HasPrefix(s, "@") {
+			out = append(out, s)
+			continue
+		}
+		data, err := os.ReadFile(s[1:])
+		if err != nil {
+			return nil, fmt.Errorf("read response file: %w", err)
+		}
+		lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(data), "\r", "")), "\n")
+		for i, l := range lines {
+			lines[i] = decodeArg(l)
+		}
+		sub, err := expandArgs(lines)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub...)
+	}
+	return out, nil
+}
+
+func decodeArg(arg string) string {
+	if !strings.ContainsAny(arg, "\\") {
+		return arg
+	}
+	var b strings.Builder
+	for i := 0; i < len(arg); i++ {
+		if arg[i] == '\\' && i+1 < len(arg) {
+			switch arg[i+1] {
+			case '\\':
+				b.WriteByte('\\')
+				i++
+				continue
+			case 'n':
+				b.WriteByte('\n')
+				i++
+				continue
+			}
+		}
+		b.WriteByte(arg[i])
+	}
+	return b.String()
+}
+
+func encodeArg(arg string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(arg)
+}
+
+// responseFileThreshold is the argument length above which we hand the
+// compiler a response file again, well below every OS limit.
+const responseFileThreshold = 30000
+
+// toolArgs returns args ready to exec, moving them into a response file in
+// dir when they are long.
+func toolArgs(args []string, dir string) ([]string, error) {
+	n := 0
+	for _, a := range args {
+		n += len(a) + 1
+	}
+	if n < responseFileThreshold {
+		return args, nil
+	}
+	var b strings.Builder
+	for _, a := range args[1:] {
+		b.WriteString(encodeArg(a))
+		b.WriteByte('\n')
+	}
+	path := filepath.Join(dir, "args")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return nil, fmt.Errorf("write response file: %w", err)
+	}
+	return []string{args[0], "@" + path}, nil
+}
+
+// flagValue returns the value of a -name value or -name=value flag.
+func flagValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		if a == "-"+name && i+1 < len(args) {
+			return args[i+1], true
+		}
+		if v, ok := strings.CutPrefix(a, "-"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "-"+name || a == "-"+name+"=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// goFiles returns the index of the first source file: cmd/go puts the files
+// after all flags.
+func goFiles(args []string) int {
+	i := len(args)
+	for i > 1 && strings.HasSuffix(args[i-1], ".go") && !strings.HasPrefix(args[i-1], "-") {
+		i--
+	}
+	return i
+}
+
+var _ = strconv.Itoa

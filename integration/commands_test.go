@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/matrixgo/matrix/idalloc"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"hooks":    cmdHooks,
+		"cmpstack": cmdCmpStack,
+		"mapkeeps": cmdMapKeeps,
+	}
+}
+
+// hooks FILE ran|notran NAME...
+//
+// Checks which functions' hooks appear in the MATRIX_DEBUG_HOOKS=1 output
+// captured in FILE. NAME is "<import path>.<func>" as in the mapping file
+// named by $MATRIX_MAP (or $WORK/.matrix/methodMapping.txt). "ran" needs an
+// enter and an exit hook for each NAME; "notran" needs the function to have
+// no id at all or no hook in the output.
+func cmdHooks(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || (args[1] != "ran" && args[1] != "notran") {
+		ts.Fatalf("usage: hooks FILE ran|notran NAME...")
+	}
+	enters, exits := map[uint32]int{}, map[uint32]int{}
+	sc := bufio.NewScanner(strings.NewReader(ts.ReadFile(args[0])))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "matrix-hook" {
+			continue
+		}
+		id, err := strconv.ParseUint(f[2], 10, 32)
+		ts.Check(err)
+		if f[1] == "i" {
+			enters[uint32(id)]++
+		} else {
+			exits[uint32(id)]++
+		}
+	}
+	ids := mapIDs(ts)
+	for _, name := range args[2:] {
+		id, known := ids[name]
+		switch args[1] {
+		case "ran":
+			if !known {
+				ts.Fatalf("%s has no id in the map", name)
+			}
+			if enters[id] == 0 || exits[id] == 0 {
+				ts.Fatalf("%s (id %d): %d enters, %d exits recorded", name, id, enters[id], exits[id])
+			}
+			ts.Logf("%s (id %d): %d enters, %d exits", name, id, enters[id], exits[id])
+		case "notran":
+			if known && (enters[id] > 0 || exits[id] > 0) {
+				ts.Fatalf("%s (id %d) was recorded", name, id)
+			}
+		}
+	}
+}
+
+func mapPath(ts *testscript.TestScript) string {
+	if p := ts.Getenv("MATRIX_MAP"); p != "" {
+		return p
+	}
+	return ts.MkAbs(".matrix/methodMapping.txt")
+}
+
+func mapIDs(ts *testscript.TestScript) map[string]uint32 {
+	entries, _, err := idalloc.Load(mapPath(ts))
+	ts.Check(err)
+	ids := map[string]uint32{}
+	for id, e := range entries {
+		ids[e.Pkg+"."+e.Func] = id
+	}
+	return ids
+}
+
+var (
+	hexOffset = regexp.MustCompile(`\+0x[0-9a-f]+`)
+	hexValue  = regexp.MustCompile(`0x[0-9a-f]+`)
+)
+
+// cmpstack A B
+//
+// Compares two captured outputs that contain Go tracebacks, ignoring code
+// offsets and argument values (which legitimately differ between builds)
+// and the lines of MATRIX_DEBUG_HOOKS. File names, line numbers, function
+// names and messages must be identical.
+func cmdCmpStack(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: cmpstack A B")
+	}
+	norm := func(s string) string {
+		var b strings.Builder
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "matrix-hook ") {
+				continue
+			}
+			l = hexOffset.ReplaceAllString(l, "")
+			l = hexValue.ReplaceAllString(l, "0x?")
+			b.WriteString(l + "\n")
+		}
+		return b.String()
+	}
+	a, b := norm(ts.ReadFile(args[0])), norm(ts.ReadFile(args[1]))
+	if (a == b) == neg {
+		if neg {
+			ts.Fatalf("%s and %s are the same", args[0], args[1])
+		}
+		ts.Fatalf("%s and %s differ:\n--- %s\n%s\n--- %s\n%s", args[0], args[1], args[0], a, args[1], b)
+	}
+}
+
+// mapkeeps OLD NEW
+//
+// Checks that every id of the mapping file OLD is in NEW with the same key:
+// ids are never changed or reused.
+func cmdMapKeeps(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mapkeeps OLD NEW")
+	}
+	old, _, err := idalloc.Load(ts.MkAbs(args[0]))
+	ts.Check(err)
+	cur, _, err := idalloc.Load(ts.MkAbs(args[1]))
+	ts.Check(err)
+	for id, e := range old {
+		n, ok := cur[id]
+		if !ok || n.Pkg != e.Pkg || n.Func != e.Func {
+			ts.Fatalf("id %d was %s.%s, now %s.%s", id, e.Pkg, e.Func, n.Pkg, n.Func)
+		}
+	}
+	ts.Logf("%d ids kept, %d new", len(old), len(cur)-len(old))
+}
+
+var _ = fmt.Sprint
+var _ = os.Getenv

@@ -1,0 +1,109 @@
+// Package integration holds the end-to-end tests of Matrix for Go: they
+// build real programs with go build -toolexec=matrixexec, run them, and
+// compare them with plain builds. The scripts are in testdata/script and use
+// the testscript language of cmd/go's own tests, plus the commands defined
+// in commands_test.go.
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// binDir holds the matrixexec built for this test run.
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "matrix-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = filepath.Join(dir, "bin")
+	cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "../cmd/matrixexec")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building matrixexec:", err)
+		return 1
+	}
+	sharedMap = filepath.Join(dir, "shared", "methodMapping.txt")
+	return m.Run()
+}
+
+// sharedMap is one mapping file shared by the scripts that do not test the
+// map itself, so that the standard library compiled under matrixexec is
+// cached across scripts (the map's identity is part of the tool id).
+var sharedMap string
+
+func goEnv(t testing.TB, name string) string {
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func params(t *testing.T, dir string) testscript.Params {
+	goroot := goEnv(t, "GOROOT")
+	env := map[string]string{
+		"GOCACHE":    goEnv(t, "GOCACHE"),
+		"GOMODCACHE": goEnv(t, "GOMODCACHE"),
+		"GOPATH":     goEnv(t, "GOPATH"),
+		"GOPROXY":    goEnv(t, "GOPROXY"),
+		"GOSUMDB":    goEnv(t, "GOSUMDB"),
+		"GOFLAGS":    "-buildvcs=false",
+		"MATRIX_MAP": sharedMap,
+		"MATRIXROOT": moduleRootDir(t),
+	}
+	return testscript.Params{
+		Dir: dir,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("PATH", binDir+string(os.PathListSeparator)+filepath.Join(goroot, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+			for k, v := range env {
+				e.Setenv(k, v)
+			}
+			e.Setenv("GOTOOLCHAIN", "local")
+			return nil
+		},
+		Cmds:                scriptCommands(),
+		Condition:           scriptCondition,
+		RequireExplicitExec: true,
+	}
+}
+
+func moduleRootDir(t testing.TB) string {
+	dir, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "short":
+		return testing.Short(), nil
+	case "cgo":
+		out, err := exec.Command("go", "env", "CGO_ENABLED").Output()
+		return err == nil && strings.TrimSpace(string(out)) == "1", nil
+	case "race":
+		return runtime.GOOS == "linux" || runtime.GOOS == "darwin", nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, params(t, "testdata/script"))
+}

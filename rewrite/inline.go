@@ -1,0 +1,167 @@
+package rewrite
+
+import (
+	"go/ast"
+	"go/token"
+)
+
+// DefaultInlineBudget is the compiler's inlining budget (cmd/compile's
+// inlineMaxBudget). A hook makes any function non-inlinable (a deferred
+// call), so instrumenting a function the compiler would inline costs far
+// more than the hook itself: such functions are skipped, as Matrix skips
+// getters and setters.
+const DefaultInlineBudget = 80
+
+// Costs from cmd/compile/internal/inline.
+const (
+	extraCallCost  = 57 // a call to a function that is not inlined
+	extraPanicCost = 1
+	tooHairy       = 1 << 20
+)
+
+// estimator approximates the compiler's inlining cost (its "hairy visitor")
+// on the syntax tree: one unit per expression or statement node, the
+// callee's own cost for calls to same-package functions that are themselves
+// inlinable, extraCallCost for every other call, and "too hairy" for the
+// constructs the compiler never inlines (defer, recover, select, go).
+// TestInlineEstimateMatchesCompiler measures it against -gcflags=-m=2.
+type estimator struct {
+	pi    *packageInfo
+	memo  map[*ast.FuncDecl]int
+	inUse map[*ast.FuncDecl]bool
+}
+
+func newEstimator(pi *packageInfo) *estimator {
+	return &estimator{pi: pi, memo: map[*ast.FuncDecl]int{}, inUse: map[*ast.FuncDecl]bool{}}
+}
+
+// cost returns the estimated inlining cost of a function node, stopping
+// early (returning a value over budget) once budget is exceeded.
+func (e *estimator) cost(fn ast.Node, budget int) int {
+	switch fn := fn.(type) {
+	case *ast.FuncDecl:
+		if c, ok := e.memo[fn]; ok {
+			return c
+		}
+		if e.inUse[fn] || fn.Body == nil {
+			return tooHairy // recursive: never inlined
+		}
+		e.inUse[fn] = true
+		c := e.body(fn.Body, budget)
+		delete(e.inUse, fn)
+		e.memo[fn] = c
+		return c
+	case *ast.FuncLit:
+		return e.body(fn.Body, budget)
+	}
+	return tooHairy
+}
+
+func (e *estimator) body(body *ast.BlockStmt, budget int) int {
+	total := 0
+	ast.Inspect(body, func(n ast.Node) bool {
+		if total > budget {
+			return false
+		}
+		switch n := n.(type) {
+		case nil:
+			return false
+		case *ast.BlockStmt, *ast.ParenExpr, *ast.FieldList, *ast.Field, *ast.Comment, *ast.CommentGroup:
+			return true
+		case *ast.DeferStmt, *ast.GoStmt, *ast.SelectStmt:
+			total = tooHairy
+			return false
+		case *ast.ArrayType, *ast.MapType, *ast.ChanType, *ast.FuncType, *ast.InterfaceType, *ast.StructType:
+			return false // types cost nothing
+		case *ast.SelectorExpr:
+			total++
+			ast.Inspect(n.X, func(m ast.Node) bool { return e.visitChild(m, &total, budget) })
+			return false
+		case *ast.FuncLit:
+			total += 1 + e.body(n.Body, budget)
+			return false
+		case *ast.CallExpr:
+			total += e.call(n, budget)
+			for _, a := range n.Args {
+				ast.Inspect(a, func(m ast.Node) bool { return e.visitChild(m, &total, budget) })
+			}
+			if _, ok := n.Fun.(*ast.SelectorExpr); ok {
+				ast.Inspect(n.Fun.(*ast.SelectorExpr).X, func(m ast.Node) bool { return e.visitChild(m, &total, budget) })
+			}
+			return false
+		case *ast.LabeledStmt, *ast.EmptyStmt:
+			return true
+		case *ast.AssignStmt:
+			if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
+				total++
+			} else {
+				total += 2 // x op= y is x = x op y
+			}
+			return true
+		}
+		total++
+		return true
+	})
+	return total
+}
+
+// visitChild is the ast.Inspect callback for subtrees reached from a node
+// the main visitor handled itself.
+func (e *estimator) visitChild(m ast.Node, total *int, budget int) bool {
+	if m == nil || *total > budget {
+		return false
+	}
+	switch m := m.(type) {
+	case *ast.CallExpr, *ast.FuncLit, *ast.SelectorExpr:
+		*total += e.body(&ast.BlockStmt{List: []ast.Stmt{&ast.ExprStmt{X: m.(ast.Expr)}}}, budget) - 1
+		return false
+	case *ast.ParenExpr:
+		return true
+	case *ast.ArrayType, *ast.MapType, *ast.ChanType, *ast.FuncType, *ast.InterfaceType, *ast.StructType:
+		return false
+	}
+	*total++
+	return true
+}
+
+// call returns the cost of the call node itself (not its arguments).
+func (e *estimator) call(c *ast.CallExpr, budget int) int {
+	switch classifyCall(c, e.pi) {
+	case conversion:
+		return 1
+	case builtinCall:
+		if id, ok := c.Fun.(*ast.Ident); ok {
+			switch id.Name {
+			case "recover":
+				return tooHairy
+			case "panic":
+				return 1 + extraPanicCost
+			}
+		}
+		return 1
+	}
+	var callees []*ast.FuncDecl
+	switch f := c.Fun.(type) {
+	case *ast.Ident:
+		if fd := e.pi.funcs[f.Name]; fd != nil {
+			callees = []*ast.FuncDecl{fd}
+		}
+	case *ast.SelectorExpr:
+		// A method of this package, if every method of that name is
+		// inlinable (without types we cannot tell the receivers apart).
+		callees = e.pi.methods[f.Sel.Name]
+	}
+	worst := -1
+	for _, fd := range callees {
+		cc := e.cost(fd, DefaultInlineBudget)
+		if cc > DefaultInlineBudget {
+			worst = -1
+			break
+		}
+		worst = max(worst, cc)
+	}
+	if worst >= 0 {
+		return 1 + worst
+	}
+	return 2 + extraCallCost
+}

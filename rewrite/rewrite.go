@@ -1,0 +1,319 @@
+// Package rewrite instruments the Go source files of one package for the
+// Matrix recorder.
+//
+// It is the source-to-source half of matrixexec: given the files that cmd/go
+// hands to the compiler, it decides which functions to instrument (the
+// filters of Tencent Matrix's Trace Canary, translated to Go: no calls,
+// trivial accessors, inlinable functions, compiler pragmas, cgo output and
+// blacklisted functions are skipped), and inserts an enter hook and a
+// deferred exit hook at the opening brace of every function that passes.
+//
+// Rewriting never moves an original token: the hooks are inserted on the line
+// of the opening brace, a block line directive restores the column of the
+// text that follows them, and a //line directive at the top of each rewritten
+// file restores its original name, exactly as cmd/cover does. The hooks reach
+// the recorder through bodyless linkname declarations in one generated file
+// per package (see HooksFile), so no import is added to user files.
+//
+// Rewriting happens in two steps so that the caller can allocate stable ids
+// between them: NewPlan parses and filters, Plan.Apply renders.
+package rewrite
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/tools/go/ast/inspector"
+)
+
+// Kinds of instrumented functions, as written to the mapping file.
+const (
+	KindFunc    = "func"
+	KindMethod  = "method"
+	KindClosure = "closure"
+	KindInit    = "init"
+)
+
+// Skip reasons, as written to the skipped-functions file.
+const (
+	ReasonBodyless  = "bodyless"
+	ReasonNoCalls   = "no-calls"
+	ReasonTrivial   = "trivial"
+	ReasonInlinable = "inlinable"
+	ReasonPragma    = "pragma" // followed by ":go:<name>"
+	ReasonBlacklist = "blacklist"
+	ReasonCgo       = "cgo"
+)
+
+// Options configure the instrumentation of one package.
+type Options struct {
+	// PkgPath is the import path of the package (the compiler's -p flag).
+	PkgPath string
+	// Keep, if non-nil, is consulted for every function that passed the
+	// built-in filters; it returns false to leave the function alone.
+	Keep func(fn string) bool
+	// InlineBudget is the inlining cost at or below which a function is
+	// considered inlinable and skipped. Zero means DefaultInlineBudget;
+	// a negative value disables the filter.
+	InlineBudget int
+	// TrimPath is the compiler's -trimpath argument, applied to the file
+	// names carried in the binary so that they match the binary's own
+	// stack traces.
+	TrimPath string
+}
+
+// Func is a function chosen for instrumentation.
+type Func struct {
+	Name string // as in the compiler's symbol, without package: F, (*T).M, T.M, F.func1, init.0
+	Kind string // KindFunc, KindMethod, KindClosure or KindInit
+	Pos  string // file:line of the func keyword, honouring //line directives
+}
+
+// Skip is a function left alone, with the reason.
+type Skip struct {
+	Name, Reason, Pos string
+}
+
+// Plan is the result of analysing one package: what will be instrumented and
+// what was skipped. It is rendered by Apply once ids are known.
+type Plan struct {
+	// PkgName is the package clause name (main, foo, foo_test).
+	PkgName string
+	// Funcs lists the functions to instrument, in file and source order.
+	Funcs []Func
+	// Skips lists the functions left alone.
+	Skips []Skip
+
+	opts  Options
+	fset  *token.FileSet
+	files []*srcFile
+}
+
+type srcFile struct {
+	path   string
+	src    []byte
+	ast    *ast.File
+	cgo    bool
+	points []insertion // sorted by offset
+}
+
+type insertion struct {
+	fn     int // index into Plan.Funcs
+	offset int // byte offset just after the opening brace
+	resume string
+}
+
+// Output is one file to hand to the compiler.
+type Output struct {
+	// Path is the file's original path.
+	Path string
+	// Src is the rewritten content, or nil when the file is unchanged.
+	Src []byte
+}
+
+// NewPlan parses the package's files and decides what to instrument.
+//
+// If any file does not parse, the returned plan instruments nothing, so
+// that the compiler reports the user's own syntax error unchanged.
+func NewPlan(paths []string, opts Options) (*Plan, error) {
+	p := &Plan{opts: opts, fset: token.NewFileSet()}
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("rewrite: %w", err)
+		}
+		f, err := parser.ParseFile(p.fset, path, src, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return &Plan{opts: opts, fset: p.fset}, nil
+		}
+		if p.PkgName == "" {
+			p.PkgName = f.Name.Name
+		}
+		p.files = append(p.files, &srcFile{path: path, src: src, ast: f, cgo: isCgoOutput(path, src)})
+	}
+	p.analyse()
+	return p, nil
+}
+
+// isCgoOutput reports whether a file was produced by cgo. Such files carry
+// the user's code with line directives, but their calls into C go through
+// generated wrappers that must not be disturbed.
+func isCgoOutput(path string, src []byte) bool {
+	base := filepath.Base(path)
+	if strings.HasPrefix(base, "_cgo_") || strings.HasSuffix(base, ".cgo1.go") || strings.HasSuffix(base, ".cgo2.go") {
+		return true
+	}
+	return bytes.HasPrefix(src, []byte("// Code generated by cmd/cgo"))
+}
+
+func (p *Plan) analyse() {
+	astFiles := make([]*ast.File, len(p.files))
+	for i, f := range p.files {
+		astFiles[i] = f.ast
+	}
+	pkgInfo := collectPackageInfo(astFiles)
+	budget := p.opts.InlineBudget
+	if budget == 0 {
+		budget = DefaultInlineBudget
+	}
+	est := newEstimator(pkgInfo)
+
+	namer := newNamer()
+	for _, f := range p.files {
+		linknamed := linknamedNames(f.ast)
+		in := inspector.New([]*ast.File{f.ast})
+		types := []ast.Node{(*ast.FuncDecl)(nil), (*ast.FuncLit)(nil)}
+		// skipOuter records function nodes whose closures must be left
+		// alone too (a pragma such as //go:norace or //go:nosplit on the
+		// enclosing function).
+		skipOuter := map[ast.Node]string{}
+		in.WithStack(types, func(n ast.Node, push bool, stack []ast.Node) bool {
+			if !push {
+				return true
+			}
+			var (
+				name, kind string
+				body       *ast.BlockStmt
+				pos        token.Pos
+				pragma     string
+			)
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				name, kind = namer.decl(n)
+				body, pos = n.Body, n.Type.Func
+				pragma = skipPragma(n.Doc)
+				if pragma == "" && linknamed[n.Name.Name] {
+					pragma = "go:linkname"
+				}
+			case *ast.FuncLit:
+				name = namer.lit(n, stack)
+				kind = KindClosure
+				body, pos = n.Body, n.Type.Func
+				for _, outer := range stack[:len(stack)-1] {
+					if r, ok := skipOuter[outer]; ok {
+						pragma = r
+					}
+				}
+			}
+			position := p.position(pos)
+			skip := func(reason string) bool {
+				p.Skips = append(p.Skips, Skip{Name: name, Reason: reason, Pos: position})
+				return true
+			}
+			if pragma != "" {
+				skipOuter[n] = pragma
+				return skip(ReasonPragma + ":" + pragma)
+			}
+			switch {
+			case body == nil:
+				return skip(ReasonBodyless)
+			case f.cgo:
+				return skip(ReasonCgo)
+			case isTrivial(body):
+				return skip(ReasonTrivial)
+			case !hasCalls(body, pkgInfo):
+				return skip(ReasonNoCalls)
+			case budget > 0 && inlinable(kind, name, p.PkgName) && est.cost(n, budget) <= budget:
+				return skip(ReasonInlinable)
+			case p.opts.Keep != nil && !p.opts.Keep(name):
+				return skip(ReasonBlacklist)
+			}
+			p.Funcs = append(p.Funcs, Func{Name: name, Kind: kind, Pos: position})
+			f.points = append(f.points, insertion{
+				fn:     len(p.Funcs) - 1,
+				offset: p.fset.Position(body.Lbrace).Offset + 1,
+				resume: p.resumeDirective(body.Lbrace),
+			})
+			return true
+		})
+		sort.Slice(f.points, func(i, j int) bool { return f.points[i].offset < f.points[j].offset })
+	}
+}
+
+// inlinable reports whether the compiler could inline a function at all:
+// closures are only inlined where they are called directly, and init
+// functions and main.main are called by the runtime.
+func inlinable(kind, name, pkgName string) bool {
+	return kind != KindClosure && kind != KindInit && !(pkgName == "main" && name == "main")
+}
+
+// position renders pos as file:line honouring //line directives, with the
+// file name rewritten by -trimpath like the compiler does.
+func (p *Plan) position(pos token.Pos) string {
+	ps := p.fset.Position(pos)
+	return trimPath(ps.Filename, p.opts.TrimPath) + ":" + strconv.Itoa(ps.Line)
+}
+
+// resumeDirective returns the block line directive that gives the character
+// after an opening brace its original position back.
+func (p *Plan) resumeDirective(lbrace token.Pos) string {
+	ps := p.fset.Position(lbrace) // adjusted by //line directives
+	if ps.Column == 0 {
+		// A line-only //line directive leaves columns unknown: keep it so.
+		return fmt.Sprintf("/*line %s:%d*/", ps.Filename, ps.Line)
+	}
+	return fmt.Sprintf("/*line %s:%d:%d*/", ps.Filename, ps.Line, ps.Column+1)
+}
+
+// Apply renders the plan. ids[i] is the function id of p.Funcs[i]. Files
+// without instrumented functions are returned with a nil Src.
+func (p *Plan) Apply(ids []uint32) ([]Output, error) {
+	if len(ids) != len(p.Funcs) {
+		return nil, fmt.Errorf("rewrite: %d ids for %d functions", len(ids), len(p.Funcs))
+	}
+	out := make([]Output, len(p.files))
+	for i, f := range p.files {
+		out[i].Path = f.path
+		if len(f.points) == 0 {
+			continue
+		}
+		var b bytes.Buffer
+		b.Grow(len(f.src) + len(f.points)*128 + len(f.path) + 16)
+		// Restore the original file name, exactly as cmd/cover does.
+		fmt.Fprintf(&b, "//line %s:1:1\n", f.path)
+		last := 0
+		for _, pt := range f.points {
+			b.Write(f.src[last:pt.offset])
+			id := ids[pt.fn]
+			fmt.Fprintf(&b, "if %s != 0 { %s(%d); defer %s(%d) }; %s", HookActive, HookEnter, id, HookExit, id, pt.resume)
+			last = pt.offset
+		}
+		b.Write(f.src[last:])
+		out[i].Src = b.Bytes()
+	}
+	return out, nil
+}
+
+func trimPath(name, rules string) string {
+	if rules == "" {
+		return name
+	}
+	for _, rule := range strings.Split(rules, ";") {
+		from, to, ok := strings.Cut(rule, "=>")
+		if !ok {
+			from, to = rule, ""
+		}
+		if from == "" {
+			continue
+		}
+		if name == from {
+			return to
+		}
+		if strings.HasPrefix(name, from) && (name[len(from)] == '/' || name[len(from)] == filepath.Separator) {
+			rest := name[len(from)+1:]
+			if to == "" {
+				return rest
+			}
+			return to + "/" + filepath.ToSlash(rest)
+		}
+	}
+	return name
+}
