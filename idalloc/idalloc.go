@@ -1,0 +1,785 @@
+// Package idalloc is the shared, persistent function-id allocator used by the
+// matrix `go build -toolexec` compiler wrapper.
+//
+// Many compile processes run in parallel, each instrumenting one package; each
+// asks a [Map] for the ids of that package's functions with [Map.Allocate].
+// Ids are stable (the same package path and function name get the same id
+// forever), are never reused, and are allocated in increasing order.
+//
+// # Id space
+//
+// The id space is Tencent Matrix's: ids 1..[MaxID] (1048573) are functions,
+// [Dispatch] (1048574, 0xFFFFE) is the reserved DISPATCH pseudo-function and
+// 0xFFFFF and above are invalid. An allocation that would go past MaxID fails
+// with an error wrapping [ErrExhausted] before anything is written.
+//
+// # Mapping file
+//
+// The mapping file is plain text:
+//
+//	# matrix method mapping v1 id=3f0c1c3e-8a51-4a7e-9d0b-6f1e2a4b5c6d
+//	# <id> <kind> <pkgpath> <func> <file:line>
+//	1 func example.com/app main /src/app/main.go:12
+//	2 method example.com/app (*Server).Handle /src/app/server.go:40
+//	3 closure example.com/app main.func1 /src/app/main.go:15
+//	4 init example.com/app init.0 /src/app/main.go:8
+//
+// Line 1 is the header; its id= field is the map's identity, a random UUID
+// chosen when the file is created. Other lines starting with '#' are comments
+// and empty lines are ignored. Every other line is a record of five fields
+// separated by single spaces: id, kind ([KindFunc], [KindMethod],
+// [KindClosure], [KindInit]), package path, function name and position. The
+// position is last and may contain spaces; the other fields may not. Ids are
+// strictly increasing through the file and each (package path, function) key
+// appears once. A record keeps the position it had when its id was allocated.
+//
+// # Skipped file
+//
+// Next to the map, "<map file>.skipped" lists the functions that were not
+// instrumented, one per line, as "<pkgpath> <func> <reason> <file:line>"
+// (reason is a single token such as no-calls, trivial, inlinable,
+// pragma:go:nosplit, blacklist or cgo). It is append-only; an entry is only
+// appended if its (pkgpath, func, reason) is not listed yet.
+//
+// # Concurrency and crash safety
+//
+// Writers take one exclusive lock per call on "<map file>.lock" (see
+// lockedfile), re-read what other processes appended, append all new lines in
+// a single write and fsync before releasing the lock. Readers do not lock.
+// A [Map] validates the whole file when it is opened and afterwards reads only
+// what was appended.
+// A writer killed mid-append can leave a partial last line without a trailing
+// newline: readers ignore it and the next writer truncates it. Anything else
+// that does not parse is reported as a [*CorruptError] naming the file and
+// line; the map is never silently reset or rewritten.
+//
+// The lock relies on flock(2) (LockFileEx on Windows), so the map should live
+// on a local file system.
+package idalloc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/rogpeppe/go-internal/lockedfile"
+)
+
+// Dispatch is the id reserved for the DISPATCH pseudo-function (0xFFFFE). It
+// is never allocated to a function.
+const Dispatch = 1048574
+
+// MaxID is the largest id that can be allocated to a function (0xFFFFD).
+const MaxID = 1048573
+
+// Kind is the kind of an instrumented function: one of [KindFunc],
+// [KindMethod], [KindClosure] and [KindInit].
+type Kind string
+
+// The kinds of functions recorded in the mapping file.
+const (
+	// KindFunc is a top-level function such as "Handler".
+	KindFunc Kind = "func"
+	// KindMethod is a method such as "(*T).Method", "(T).Method" or
+	// "(*List[...]).Push".
+	KindMethod Kind = "method"
+	// KindClosure is a function literal such as "F.func1".
+	KindClosure Kind = "closure"
+	// KindInit is a package initialiser such as "init.0".
+	KindInit Kind = "init"
+)
+
+func (k Kind) valid() bool {
+	switch k {
+	case KindFunc, KindMethod, KindClosure, KindInit:
+		return true
+	}
+	return false
+}
+
+// Func is a function that needs an id.
+type Func struct {
+	// Name is the function's name within its package, e.g. "Handler",
+	// "(*T).Method", "F.func1" or "init.0". It must not contain white space.
+	Name string
+	// Kind is the function's kind.
+	Kind Kind
+	// Pos is the function's position as file:line. It may contain spaces but
+	// no line breaks; an empty Pos is recorded as "-".
+	Pos string
+}
+
+// Skip is a function that was not instrumented, and why.
+type Skip struct {
+	// Name is the function's name within its package (no white space).
+	Name string
+	// Reason is a single token such as "no-calls", "trivial", "inlinable",
+	// "pragma:go:nosplit", "blacklist" or "cgo".
+	Reason string
+	// Pos is the function's position as file:line; an empty Pos is recorded
+	// as "-".
+	Pos string
+}
+
+// Entry is one record line of a mapping file.
+type Entry struct {
+	// ID is the function's id.
+	ID uint32
+	// Kind is the function's kind.
+	Kind Kind
+	// Pkg is the package path.
+	Pkg string
+	// Func is the function name within the package.
+	Func string
+	// Pos is the position (file:line) recorded when the id was allocated.
+	Pos string
+}
+
+// ErrExhausted is wrapped by the error [Map.Allocate] returns when the id
+// space 1..MaxID cannot hold the package's new functions.
+var ErrExhausted = errors.New("id space exhausted")
+
+// CorruptError reports a mapping or skipped file that cannot be trusted: a
+// complete line that does not parse, a non-increasing id, a duplicate key or a
+// bad header. Its message is "idalloc: <path>:<line>: <what is wrong>".
+type CorruptError struct {
+	// Path is the file's path.
+	Path string
+	// Line is the 1-based line number.
+	Line int
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error implements error.
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("idalloc: %s:%d: %s", e.Path, e.Line, e.Msg)
+}
+
+func corrupt(path string, line int, format string, args ...any) error {
+	return &CorruptError{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+const (
+	headerPrefix  = "# matrix method mapping "
+	headerVersion = "v1"
+	columnsLine   = "# <id> <kind> <pkgpath> <func> <file:line>\n"
+	skippedHeader = "# matrix skipped functions v1: <pkgpath> <func> <reason> <file:line>\n"
+)
+
+// testHookAppend, if set, is called under the lock just before an append is
+// written (tests use it to simulate a writer killed mid-append).
+var testHookAppend func(f *os.File, off int64, buf []byte)
+
+// Map is an open mapping file. Its methods are safe for concurrent use, and
+// any number of processes may use the same file at once.
+//
+// A Map keeps the keys of the map in memory (about 25 MB for 100k records),
+// so that Allocate only has to read what other processes appended.
+type Map struct {
+	path     string
+	lockPath string
+	skipPath string
+	identity string
+	header   string // the header line including its newline
+	lock     *lockedfile.Mutex
+
+	mu     sync.Mutex        // guards the fields below
+	end    int64             // length of the validated part (ends with a newline)
+	lines  int               // number of lines in the validated part
+	lastID uint32            // largest id in the validated part
+	keys   map[string]uint32 // "pkg func" -> id for the validated part
+}
+
+// Open opens the map at path, creating it (and its directory) with a new
+// identity if it does not exist. It validates the whole file.
+func Open(path string) (*Map, error) {
+	if path == "" {
+		return nil, errors.New("idalloc: empty map path")
+	}
+	m := &Map{
+		path:     path,
+		lockPath: path + ".lock",
+		skipPath: path + ".skipped",
+	}
+	m.lock = lockedfile.MutexAt(m.lockPath)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := m.create(); err != nil {
+			return nil, err
+		}
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("idalloc: open map: %w", err)
+	}
+	p, err := parseMap(path, string(data), false)
+	if err != nil {
+		return nil, err
+	}
+	m.identity = p.identity
+	m.header = p.header
+	m.end = int64(p.end)
+	m.lines = p.lines
+	m.lastID = p.lastID
+	m.keys = p.keys
+	return m, nil
+}
+
+// create creates the map file with a new identity, atomically: the content is
+// written to a temporary file which is then linked (or, where hard links are
+// not supported, renamed) into place under the lock.
+func (m *Map) create() error {
+	dir := filepath.Dir(m.path)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return fmt.Errorf("idalloc: create map %s: %w", m.path, err)
+	}
+	unlock, err := m.lock.Lock()
+	if err != nil {
+		return fmt.Errorf("idalloc: create map %s: lock: %w", m.path, err)
+	}
+	defer unlock()
+	if _, err := os.Lstat(m.path); err == nil {
+		return nil // created by another process meanwhile
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("idalloc: create map: %w", err)
+	}
+	id, err := uuid.NewRandom()
+	if err != nil {
+		return fmt.Errorf("idalloc: create map %s: new identity: %w", m.path, err)
+	}
+	content := headerPrefix + headerVersion + " id=" + id.String() + "\n" + columnsLine
+	tmp := fmt.Sprintf("%s.tmp%d-%s", m.path, os.Getpid(), id.String()[:8])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return fmt.Errorf("idalloc: create map %s: %w", m.path, err)
+	}
+	defer os.Remove(tmp)
+	_, err = io.WriteString(f, content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("idalloc: create map %s: %w", m.path, err)
+	}
+	if err := os.Link(tmp, m.path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // someone not holding the lock won; use theirs
+		}
+		if err := os.Rename(tmp, m.path); err != nil {
+			return fmt.Errorf("idalloc: create map %s: %w", m.path, err)
+		}
+	}
+	syncDir(dir)
+	return nil
+}
+
+// syncDir makes a new directory entry durable, where the platform allows.
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	_ = d.Close()
+}
+
+// Identity returns the map's UUID.
+func (m *Map) Identity() string { return m.identity }
+
+// Path returns the map file path.
+func (m *Map) Path() string { return m.path }
+
+// Allocate returns ids for funcs of package pkg, in the same order as funcs,
+// allocating new ones under the lock. A function that already has an id keeps
+// it (whatever its Kind and Pos now are); a name listed twice gets one id. If
+// the id space cannot hold all new functions, Allocate writes nothing and
+// returns an error wrapping [ErrExhausted].
+//
+// Allocate reads and validates only what other processes appended since the
+// map was opened or last used (syntax, increasing ids, no duplicate key);
+// the rest was validated by [Open].
+func (m *Map) Allocate(pkg string, funcs []Func) ([]uint32, error) {
+	if err := checkToken("package path", pkg); err != nil {
+		return nil, err
+	}
+	for _, f := range funcs {
+		if err := checkToken("function name", f.Name); err != nil {
+			return nil, fmt.Errorf("%w (package %s)", err, pkg)
+		}
+		if !f.Kind.valid() {
+			return nil, fmt.Errorf("idalloc: function %s.%s: unknown kind %q", pkg, f.Name, f.Kind)
+		}
+		if err := checkPos(f.Pos); err != nil {
+			return nil, fmt.Errorf("%w (function %s.%s)", err, pkg, f.Name)
+		}
+	}
+	ids := make([]uint32, len(funcs))
+	if len(funcs) == 0 {
+		return ids, nil
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	unlock, err := m.lock.Lock()
+	if err != nil {
+		return nil, fmt.Errorf("idalloc: lock map %s: %w", m.path, err)
+	}
+	defer unlock()
+
+	f, err := os.OpenFile(m.path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("idalloc: %s: map was deleted since it was opened (identity %s): %w", m.path, m.identity, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("idalloc: open map for writing: %w", err)
+	}
+	defer f.Close()
+	tail, err := m.readTail(f)
+	if err != nil {
+		return nil, err
+	}
+	// tail starts at m.end; it holds the lines other processes appended and
+	// maybe a partial last line.
+	complete := bytes.LastIndexByte(tail, '\n') + 1
+	added := make(map[string]uint32) // keys appended by others, then by us
+	lastID := m.lastID
+	lineNo := m.lines
+	for off := 0; off < complete; {
+		i := bytes.IndexByte(tail[off:], '\n')
+		line := string(tail[off : off+i])
+		off += i + 1
+		lineNo++
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		r, msg := parseRecord(line)
+		if msg == "" && r.id <= lastID {
+			msg = fmt.Sprintf("id %d is not greater than the previous id %d", r.id, lastID)
+		}
+		if msg == "" {
+			prev, dup := m.keys[r.key]
+			if !dup {
+				prev, dup = added[r.key]
+			}
+			if dup {
+				msg = fmt.Sprintf("duplicate key %s %s (already has id %d)", r.pkg, r.fn, prev)
+			}
+		}
+		if msg != "" {
+			return nil, corrupt(m.path, lineNo, "%s", msg)
+		}
+		added[r.key] = r.id
+		lastID = r.id
+	}
+	appendedByOthers := len(added)
+
+	lookup := func(key string) (uint32, bool) {
+		if id, ok := m.keys[key]; ok {
+			return id, true
+		}
+		id, ok := added[key]
+		return id, ok
+	}
+	// Count new keys first so that exhaustion writes nothing.
+	var newFuncs []int // indexes into funcs of first occurrences of new names
+	keys := make([]string, len(funcs))
+	seen := make(map[string]bool)
+	for i, fn := range funcs {
+		keys[i] = pkg + " " + fn.Name
+		if _, ok := lookup(keys[i]); ok || seen[keys[i]] {
+			continue
+		}
+		seen[keys[i]] = true
+		newFuncs = append(newFuncs, i)
+	}
+	if len(newFuncs) > 0 && uint64(lastID)+uint64(len(newFuncs)) > MaxID {
+		return nil, fmt.Errorf("idalloc: %w: package %s needs %d new ids but only %d of %d remain in %s, split the build or blacklist packages",
+			ErrExhausted, pkg, len(newFuncs), MaxID-lastID, MaxID, m.path)
+	}
+	var buf []byte
+	next := lastID
+	for _, i := range newFuncs {
+		fn := funcs[i]
+		next++
+		added[keys[i]] = next
+		pos := fn.Pos
+		if pos == "" {
+			pos = "-"
+		}
+		buf = strconv.AppendUint(buf, uint64(next), 10)
+		buf = append(buf, ' ')
+		buf = append(buf, fn.Kind...)
+		buf = append(buf, ' ')
+		buf = append(buf, pkg...)
+		buf = append(buf, ' ')
+		buf = append(buf, fn.Name...)
+		buf = append(buf, ' ')
+		buf = append(buf, pos...)
+		buf = append(buf, '\n')
+	}
+	for i := range funcs {
+		ids[i], _ = lookup(keys[i])
+	}
+	if len(buf) > 0 {
+		if err := appendAt(f, m.end+int64(len(tail)), m.end+int64(complete), buf); err != nil {
+			return nil, fmt.Errorf("idalloc: append to map: %w", err)
+		}
+	} else if appendedByOthers == 0 {
+		return ids, nil
+	}
+	// Commit what is now known to be in the file.
+	for k, id := range added {
+		m.keys[k] = id
+	}
+	m.end += int64(complete + len(buf))
+	m.lines = lineNo + len(newFuncs)
+	m.lastID = next
+	return ids, nil
+}
+
+// readTail checks that the part of the map validated so far is still there
+// (same header, same length, ends with a newline) and returns what follows.
+func (m *Map) readTail(f *os.File) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("idalloc: read map: %w", err)
+	}
+	size := st.Size()
+	hdr := make([]byte, len(m.header))
+	if _, err := f.ReadAt(hdr, 0); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("idalloc: read map: %w", err)
+	}
+	if string(hdr) != m.header {
+		now := "no valid header"
+		if nl := bytes.IndexByte(hdr, '\n'); nl >= 0 {
+			if id, msg := parseHeader(string(hdr[:nl])); msg == "" {
+				now = "identity " + id
+			}
+		}
+		return nil, fmt.Errorf("idalloc: %s: map was replaced since it was opened (identity %s, now %s)", m.path, m.identity, now)
+	}
+	// Read from the newline that ends the validated part.
+	buf := make([]byte, max(size-m.end+1, 1))
+	n, err := f.ReadAt(buf, m.end-1)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("idalloc: read map: %w", err)
+	}
+	if n == 0 || buf[0] != '\n' {
+		return nil, fmt.Errorf("idalloc: %s: map was truncated or rewritten since it was opened (%d bytes were valid, %d remain)", m.path, m.end, size)
+	}
+	return buf[1:n], nil
+}
+
+// RecordSkipped appends the skipped functions of pkg not yet listed in the
+// skipped file ("<map file>.skipped"), creating it if needed. An entry is
+// listed if the file has a line with the same package, function and reason.
+func (m *Map) RecordSkipped(pkg string, skips []Skip) error {
+	if err := checkToken("package path", pkg); err != nil {
+		return err
+	}
+	for _, s := range skips {
+		if err := checkToken("function name", s.Name); err != nil {
+			return fmt.Errorf("%w (package %s)", err, pkg)
+		}
+		if err := checkToken("skip reason", s.Reason); err != nil {
+			return fmt.Errorf("%w (function %s.%s)", err, pkg, s.Name)
+		}
+		if err := checkPos(s.Pos); err != nil {
+			return fmt.Errorf("%w (function %s.%s)", err, pkg, s.Name)
+		}
+	}
+	if len(skips) == 0 {
+		return nil
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	unlock, err := m.lock.Lock()
+	if err != nil {
+		return fmt.Errorf("idalloc: lock map %s: %w", m.path, err)
+	}
+	defer unlock()
+
+	f, err := os.OpenFile(m.skipPath, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return fmt.Errorf("idalloc: open skipped file: %w", err)
+	}
+	defer f.Close()
+	data, err := readAll(f)
+	if err != nil {
+		return fmt.Errorf("idalloc: read skipped file: %w", err)
+	}
+	complete := bytes.LastIndexByte(data, '\n') + 1
+
+	listed := make(map[string]bool) // "func reason" of pkg
+	lineNo := 0
+	for off := 0; off < complete; {
+		i := bytes.IndexByte(data[off:complete], '\n')
+		line := data[off : off+i]
+		off += i + 1
+		lineNo++
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		p, rest, ok1 := bytes.Cut(line, []byte{' '})
+		fn, rest, ok2 := bytes.Cut(rest, []byte{' '})
+		reason, pos, ok3 := bytes.Cut(rest, []byte{' '})
+		if !ok1 || !ok2 || !ok3 || len(p) == 0 || len(fn) == 0 || len(reason) == 0 || len(pos) == 0 {
+			return corrupt(m.skipPath, lineNo, "want 4 fields separated by single spaces: <pkgpath> <func> <reason> <file:line>")
+		}
+		if string(p) == pkg {
+			listed[string(fn)+" "+string(reason)] = true
+		}
+	}
+
+	var buf []byte
+	if complete == 0 {
+		buf = append(buf, skippedHeader...)
+	}
+	n := 0
+	for _, s := range skips {
+		k := s.Name + " " + s.Reason
+		if listed[k] {
+			continue
+		}
+		listed[k] = true
+		n++
+		pos := s.Pos
+		if pos == "" {
+			pos = "-"
+		}
+		buf = append(buf, pkg...)
+		buf = append(buf, ' ')
+		buf = append(buf, s.Name...)
+		buf = append(buf, ' ')
+		buf = append(buf, s.Reason...)
+		buf = append(buf, ' ')
+		buf = append(buf, pos...)
+		buf = append(buf, '\n')
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := appendAt(f, int64(len(data)), int64(complete), buf); err != nil {
+		return fmt.Errorf("idalloc: append to skipped file: %w", err)
+	}
+	return nil
+}
+
+// appendAt writes buf at offset complete of f, whose size is size, first
+// truncating a partial last line left by a writer that died; then it fsyncs.
+// The caller holds the lock.
+func appendAt(f *os.File, size, complete int64, buf []byte) error {
+	if complete < size {
+		if err := f.Truncate(complete); err != nil {
+			return err
+		}
+	}
+	if testHookAppend != nil {
+		testHookAppend(f, complete, buf)
+	}
+	if _, err := f.WriteAt(buf, complete); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// readAll reads the whole of f from offset 0.
+func readAll(f *os.File) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, st.Size())
+	n, err := f.ReadAt(data, 0)
+	if err == io.EOF {
+		err = nil // shrank meanwhile: only possible without the lock
+	}
+	return data[:n], err
+}
+
+// Load reads a whole mapping file (for retrace tools). It returns the records
+// by id and the map's identity. A partial last line is ignored; any other
+// problem is an error.
+func Load(path string) (map[uint32]Entry, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("idalloc: load map: %w", err)
+	}
+	p, err := parseMap(path, string(data), true)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.entries, p.identity, nil
+}
+
+type parsed struct {
+	identity string
+	header   string
+	end      int // offset after the last complete line
+	lines    int // number of complete lines
+	lastID   uint32
+	keys     map[string]uint32 // "pkg func" -> id
+	entries  map[uint32]Entry
+}
+
+// parseMap validates a whole mapping file. With collect, it also returns the
+// entries.
+func parseMap(path, data string, collect bool) (*parsed, error) {
+	nl := strings.IndexByte(data, '\n')
+	if nl < 0 {
+		return nil, corrupt(path, 1, "missing header line %q", headerPrefix+headerVersion+" id=<uuid>")
+	}
+	identity, msg := parseHeader(data[:nl])
+	if msg != "" {
+		return nil, corrupt(path, 1, "%s", msg)
+	}
+	p := &parsed{identity: identity, header: data[:nl+1]}
+	n := strings.Count(data, "\n")
+	keys := make(map[string]uint32, n)
+	if collect {
+		p.entries = make(map[uint32]Entry, n)
+	}
+	lineNo := 1
+	off := nl + 1
+	for {
+		i := strings.IndexByte(data[off:], '\n')
+		if i < 0 {
+			break // a partial last line (or none) is ignored
+		}
+		line := data[off : off+i]
+		off += i + 1
+		lineNo++
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		r, msg := parseRecord(line)
+		if msg != "" {
+			return nil, corrupt(path, lineNo, "%s", msg)
+		}
+		if r.id <= p.lastID {
+			return nil, corrupt(path, lineNo, "id %d is not greater than the previous id %d", r.id, p.lastID)
+		}
+		if prev, dup := keys[r.key]; dup {
+			return nil, corrupt(path, lineNo, "duplicate key %s %s (already has id %d)", r.pkg, r.fn, prev)
+		}
+		keys[r.key] = r.id
+		p.lastID = r.id
+		if collect {
+			p.entries[r.id] = Entry{ID: r.id, Kind: Kind(r.kind), Pkg: r.pkg, Func: r.fn, Pos: r.pos}
+		}
+	}
+	p.end = off
+	p.lines = lineNo
+	p.keys = keys
+	return p, nil
+}
+
+// parseHeader parses "# matrix method mapping v1 id=<uuid>".
+func parseHeader(line string) (identity, msg string) {
+	rest, ok := strings.CutPrefix(line, headerPrefix)
+	if !ok {
+		return "", fmt.Sprintf("bad header %q: want %q", line, headerPrefix+headerVersion+" id=<uuid>")
+	}
+	version, rest, _ := strings.Cut(rest, " ")
+	if version != headerVersion {
+		return "", fmt.Sprintf("unsupported map version %q (want %s)", version, headerVersion)
+	}
+	id, ok := strings.CutPrefix(rest, "id=")
+	if !ok {
+		return "", fmt.Sprintf("header has no map identity: %q", line)
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return "", fmt.Sprintf("header has a garbled map identity %q", id)
+	}
+	return id, ""
+}
+
+type record struct {
+	id                 uint32
+	kind, pkg, fn, pos string
+	key                string // "pkg fn", a substring of the line
+}
+
+// parseRecord parses "<id> <kind> <pkgpath> <func> <file:line>".
+func parseRecord(line string) (record, string) {
+	idStr, rest, ok1 := strings.Cut(line, " ")
+	kind, rest, ok2 := strings.Cut(rest, " ")
+	pkg, rest, ok3 := strings.Cut(rest, " ")
+	fn, pos, ok4 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return record{}, fmt.Sprintf("want 5 fields separated by single spaces: <id> <kind> <pkgpath> <func> <file:line>, got %q", line)
+	}
+	if idStr == "" || kind == "" || pkg == "" || fn == "" || pos == "" {
+		return record{}, fmt.Sprintf("empty field in %q", line)
+	}
+	id, msg := parseID(idStr)
+	if msg != "" {
+		return record{}, msg
+	}
+	if !Kind(kind).valid() {
+		return record{}, fmt.Sprintf("unknown kind %q", kind)
+	}
+	ks := len(idStr) + 1 + len(kind) + 1
+	return record{id: id, kind: kind, pkg: pkg, fn: fn, pos: pos, key: line[ks : ks+len(pkg)+1+len(fn)]}, ""
+}
+
+func parseID(s string) (uint32, string) {
+	if len(s) > 7 || s[0] == '0' {
+		return 0, fmt.Sprintf("bad id %q", s)
+	}
+	var v uint32
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, fmt.Sprintf("bad id %q", s)
+		}
+		v = v*10 + uint32(c-'0')
+	}
+	switch {
+	case v == Dispatch:
+		return 0, fmt.Sprintf("id %d is reserved for DISPATCH", v)
+	case v > MaxID:
+		return 0, fmt.Sprintf("id %d is out of range 1..%d", v, MaxID)
+	}
+	return v, ""
+}
+
+// checkToken checks that s is a non-empty single token.
+func checkToken(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("idalloc: empty %s", what)
+	}
+	if strings.ContainsFunc(s, isSpace) {
+		return fmt.Errorf("idalloc: %s %q contains white space", what, s)
+	}
+	return nil
+}
+
+func checkPos(s string) error {
+	if strings.ContainsAny(s, "\r\n") {
+		return fmt.Errorf("idalloc: position %q contains a line break", s)
+	}
+	return nil
+}
+
+func isSpace(r rune) bool {
+	switch r {
+	case ' ', '\t', '\n', '\r', '\v', '\f', 0x85, 0xA0:
+		return true
+	}
+	return false
+}

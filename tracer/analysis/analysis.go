@@ -1,0 +1,547 @@
+// Package analysis turns a slice of the beat ring buffer into a call tree
+// with per-function cost, trims it and picks a stack key. It is a port of
+// Tencent Matrix's TraceDataUtils (Android Trace Canary):
+// structuredDataToStack, addMethodItem, stackToTree/treeToStack, trimStack,
+// stackToString and getTreeKey, following DESIGN.md §6.
+//
+// The port is faithful on well-formed input (the worked examples of
+// DESIGN.md §6 are its golden tests) and deliberately differs from Matrix
+// where Matrix is wrong; every such place carries a "Matrix:" comment. In
+// short: a cost of exactly 5000 ms is merged like any other cost; tree
+// building never drops or misplaces a node, whatever the depths; an exit
+// whose enter lies below a Dispatch enter, or does not exist at all, is
+// dropped with the stack left intact; nested dispatches and leftovers of
+// earlier dispatches never produce negative depths nor fold into the wrong
+// parent; the end time is in the records' own unit (ms); costs are int64
+// and saturate instead of overflowing.
+//
+// The package uses the standard library only: it is linked into user
+// binaries. Every function is safe on arbitrary input: it never panics and
+// never produces a negative cost or depth.
+package analysis
+
+import (
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// MaxStackLines is the number of report lines Analyze trims the tree to
+// (Matrix's Constants.TARGET_EVIL_METHOD_STACK).
+const MaxStackLines = 30
+
+const (
+	// trimStepMs is the cost step of one Trim round (Matrix's
+	// Constants.TIME_UPDATE_CYCLE_MS).
+	trimStepMs = 5
+	// trimRounds is the number of Trim rounds (Matrix's
+	// Constants.FILTER_STACK_MAX_COUNT).
+	trimRounds = 60
+)
+
+// Item is one call-tree node in pre-order: a function at Depth (0 =
+// outermost) that completed Count times in a row under the same parent with
+// a total Cost in ms. It is Matrix's MethodItem.
+type Item struct {
+	// Depth is the node's depth in the tree; the outermost calls (and every
+	// Dispatch) have depth 0.
+	Depth int
+	// ID is the function id, or Dispatch.
+	ID uint32
+	// Count is the number of consecutive calls folded into this node
+	// (always >= 1).
+	Count int
+	// Cost is the total wall time of those calls in ms (always >= 0).
+	Cost int64
+}
+
+// String renders the item as its report line without the newline:
+// "depth,id,count,cost" (Matrix's MethodItem.toString).
+func (it Item) String() string {
+	return string(it.appendLine(nil))
+}
+
+func (it Item) appendLine(b []byte) []byte {
+	b = strconv.AppendInt(b, int64(it.Depth), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, uint64(it.ID), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(it.Count), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, it.Cost, 10)
+	return b
+}
+
+// open is an enter record still waiting for its exit.
+type open struct {
+	id    uint32
+	depth int
+	seq   int // index of the enter among all enters processed
+	time  uint64
+
+	prevD    int // stack position of the next Dispatch enter below, -1 for none
+	prevSame int // indexed stacks only: position of the next enter of the same id below, -1 for none
+}
+
+// scanWindow is how many open enters an exit scans for its match before
+// the stack switches to an id index (so that garbage input, such as many
+// exits without enters over a deep stack, stays linear).
+const scanWindow = 32
+
+// openStack is the stack of open enters of step 1.
+type openStack struct {
+	s     []open
+	dTop  int            // position of the topmost Dispatch enter, -1 for none
+	index map[uint32]int // nil, or the position of the topmost enter of each id
+}
+
+func (st *openStack) push(o open) {
+	pos := len(st.s)
+	o.prevD = st.dTop
+	if o.id == Dispatch {
+		st.dTop = pos
+	}
+	if st.index != nil {
+		o.prevSame = -1
+		if p, ok := st.index[o.id]; ok {
+			o.prevSame = p
+		}
+		st.index[o.id] = pos
+	}
+	st.s = append(st.s, o)
+}
+
+// find returns the position of the enter matching an exit of id: the
+// topmost Dispatch enter for Dispatch, else the topmost enter of id above
+// it; -1 if there is none.
+func (st *openStack) find(id uint32) int {
+	if id == Dispatch {
+		return st.dTop
+	}
+	lo := st.dTop + 1
+	if st.index == nil {
+		if len(st.s)-lo <= scanWindow {
+			for j := len(st.s) - 1; j >= lo; j-- {
+				if st.s[j].id == id {
+					return j
+				}
+			}
+			return -1
+		}
+		st.index = make(map[uint32]int)
+		for j := range st.s {
+			o := &st.s[j]
+			o.prevSame = -1
+			if p, ok := st.index[o.id]; ok {
+				o.prevSame = p
+			}
+			st.index[o.id] = j
+		}
+	}
+	if p, ok := st.index[id]; ok && p >= lo {
+		return p
+	}
+	return -1
+}
+
+// truncate pops every enter at position k and above.
+func (st *openStack) truncate(k int) {
+	for j := len(st.s) - 1; j >= k; j-- {
+		o := &st.s[j]
+		if o.id == Dispatch {
+			st.dTop = o.prevD
+		}
+		if st.index != nil {
+			if o.prevSame >= 0 {
+				st.index[o.id] = o.prevSame
+			} else {
+				delete(st.index, o.id)
+			}
+		}
+	}
+	st.s = st.s[:k]
+}
+
+// enter is what Items remembers of every enter it processed.
+type enter struct {
+	parent int // enter index of the enclosing open method, -1 for none
+	item   int // index of its item in the completion list, -1 for none
+}
+
+// done is a completed method (Matrix's MethodItem before tree building),
+// with the tree links filled in by step 3.
+type done struct {
+	id     uint32
+	depth  int
+	seq    int // enter index of the first call folded into this item
+	parent int // enter index of the enclosing open method, -1 for none
+	count  int
+	cost   int64
+
+	up, first, last, next int // tree parent, first and last child, next sibling
+}
+
+// Items runs steps 1 to 3 of DESIGN.md §6 on one buffer slice and returns
+// the call tree in pre-order, children in call order.
+//
+// Step 1 walks the records with a stack of open enters. Zero records are
+// empty slots. In Strict mode everything before the first enter of Dispatch
+// is ignored. An enter of Dispatch starts a new tree: it has depth 0 and no
+// parent, whatever is still open below it; any other enter has depth
+// parent+1 (0 on an empty stack). An exit is matched with the nearest open
+// enter of the same id above the nearest open Dispatch enter (an exit of
+// Dispatch matches that Dispatch enter): enters above the match lost their
+// exit and vanish without an item; an exit with no such match is dropped
+// and the stack is left unchanged. An exit earlier than its enter (negative
+// duration) aborts the analysis: Items returns nil. At the end, Strict mode
+// closes every method still open at end = max(endMs, the latest timestamp
+// seen), innermost first, each with its depth as above (for a stack with a
+// single Dispatch, the number of enters still below it); NonStrict mode
+// drops them. endMs is in the records' time base (ms). Any Mode other than
+// Strict behaves as NonStrict.
+//
+// Step 2 folds a completed method into the item completed just before it
+// when both have the same id, the same depth (not 0) and the same parent,
+// adding up count and cost: consecutive calls of a leaf collapse.
+//
+// Step 3 builds the tree and returns it in pre-order, children ordered by
+// their first enter. A node whose parent produced no item (its exit was lost,
+// or it was still open in NonStrict mode) is attached to its nearest
+// ancestor that did, and every Depth in the result is the node's depth in
+// that tree, so each item's depth is at most the previous item's depth + 1
+// and the first item has depth 0.
+func Items(recs []Record, mode Mode, endMs uint64) []Item {
+	var (
+		stack   = openStack{s: make([]open, 0, 64), dTop: -1}
+		enters  = make([]enter, 0, len(recs)/2+1)
+		comp    = make([]done, 0, len(recs)/4+1)
+		maxTime uint64
+	)
+	strict := mode == Strict
+	begun := !strict
+
+	// complete turns the open method o with the given cost into an item
+	// (step 1) and merges it with the previous one (step 2).
+	complete := func(o open, cost int64) {
+		p := enters[o.seq].parent
+		if n := len(comp); n > 0 {
+			last := &comp[n-1]
+			// Matrix: addMethodItem merged on (id, depth) alone, so two
+			// same-depth leaves of different parents (for example of two
+			// dispatches) could fold together; requiring the same parent
+			// changes nothing for well-formed input. Matrix also replaced
+			// a cost of exactly 5000 ms (DEFAULT_ANR) by the previous
+			// item's cost; we add the real cost.
+			if last.id == o.id && last.depth == o.depth && o.depth != 0 && last.parent == p {
+				last.count++
+				last.cost = satAdd(last.cost, cost)
+				enters[o.seq].item = n - 1
+				return
+			}
+		}
+		enters[o.seq].item = len(comp)
+		comp = append(comp, done{id: o.id, depth: o.depth, seq: o.seq, parent: p, count: 1, cost: cost})
+	}
+
+	for _, r := range recs {
+		if r == 0 {
+			continue
+		}
+		id := r.ID()
+		isEnter := r.Enter()
+		if !begun {
+			if !isEnter || id != Dispatch {
+				continue
+			}
+			begun = true
+		}
+		t := r.Time()
+		maxTime = max(maxTime, t)
+		if isEnter {
+			o := open{id: id, seq: len(enters), time: t}
+			p := -1
+			if id != Dispatch && len(stack.s) > 0 {
+				top := stack.s[len(stack.s)-1]
+				o.depth = top.depth + 1
+				p = top.seq
+			}
+			enters = append(enters, enter{parent: p, item: -1})
+			stack.push(o)
+			continue
+		}
+		// Matrix: the exit popped enters until it found its own and, when
+		// the stack ran out, still used the last enter popped as its match;
+		// the newer version restores the stack only when that last enter
+		// is a Dispatch, and restores it upside down. We look for the match
+		// first and never pop past the nearest Dispatch enter.
+		k := stack.find(id)
+		if k < 0 {
+			continue
+		}
+		o := stack.s[k]
+		stack.truncate(k)
+		if t < o.time {
+			return nil
+		}
+		complete(o, int64(t-o.time))
+	}
+
+	if strict {
+		// Matrix: the end time was compared with enter times shifted by
+		// AppMethodBeat.getDiffTime() and callers passed nanoseconds; here
+		// both are ms in the same time base. Closing at no earlier than the
+		// latest record seen means an end time a little stale (the traced
+		// goroutine keeps running while its buffer is copied) neither
+		// discards the tree nor yields a negative cost or a parent cheaper
+		// than its completed child.
+		end := max(endMs, maxTime)
+		for j := len(stack.s) - 1; j >= 0; j-- {
+			d := end - stack.s[j].time
+			if d > math.MaxInt64 {
+				d = math.MaxInt64
+			}
+			complete(stack.s[j], int64(d))
+		}
+	}
+	if len(comp) == 0 {
+		return nil
+	}
+	return tree(comp, enters)
+}
+
+// tree runs step 3: it links every completed item to its nearest ancestor
+// that produced an item and walks the result in pre-order.
+//
+// Matrix: stackToTree rebuilt the tree from depths alone; a depth that skips
+// a level misplaced the node, a first node of depth != 0 discarded the whole
+// tree, and a depth-0 node kept a stale father. The parent links recorded
+// while walking the records make the tree exact.
+func tree(comp []done, enters []enter) []Item {
+	for i := range comp {
+		comp[i].up, comp[i].first, comp[i].last, comp[i].next = -1, -1, -1, -1
+	}
+	rootFirst, rootLast := -1, -1
+	// Visit enters in order, so that children, and roots, come in call
+	// order. Parents always have a smaller enter index, so the same pass
+	// can replace each enter's item by its nearest item: its own, or that
+	// of its nearest ancestor that has one.
+	for s := range enters {
+		e := &enters[s]
+		i := e.item
+		if i < 0 {
+			if e.parent >= 0 {
+				e.item = enters[e.parent].item
+			}
+			continue
+		}
+		if comp[i].seq != s {
+			continue // a call folded into an earlier item
+		}
+		par := -1
+		if e.parent >= 0 {
+			par = enters[e.parent].item
+		}
+		c := &comp[i]
+		c.up = par
+		if par < 0 {
+			if rootLast < 0 {
+				rootFirst = i
+			} else {
+				comp[rootLast].next = i
+			}
+			rootLast = i
+			continue
+		}
+		p := &comp[par]
+		if p.last < 0 {
+			p.first = i
+		} else {
+			comp[p.last].next = i
+		}
+		p.last = i
+	}
+
+	out := make([]Item, 0, len(comp))
+	depth := 0
+	for i := rootFirst; i >= 0; {
+		c := &comp[i]
+		out = append(out, Item{Depth: depth, ID: c.id, Count: c.count, Cost: c.cost})
+		if c.first >= 0 {
+			i = c.first
+			depth++
+			continue
+		}
+		for i >= 0 && comp[i].next < 0 {
+			i = comp[i].up
+			depth--
+		}
+		if i >= 0 {
+			i = comp[i].next
+		}
+	}
+	return out
+}
+
+// Trim runs step 4 of DESIGN.md §6 (Matrix's trimStack with the slow-call
+// filter): round k = 1..60 scans items from the tail and removes those with
+// Cost < 5·k ms, stopping the moment maxItems remain; if more than maxItems
+// remain after round 60, only the first maxItems are kept. A negative maxItems yields
+// an empty result. items is not modified.
+//
+// items should be a pre-order list as Items returns it. The result always is
+// one: when a removed item still has kept descendants (possible only when a
+// child costs more than its parent, i.e. inconsistent timestamps), they are
+// attached to their nearest kept ancestor and their depths adjusted, where
+// Matrix would leave a gap in the depths.
+func Trim(items []Item, maxItems int) []Item {
+	if maxItems < 0 {
+		return []Item{}
+	}
+	removed := make([]bool, len(items))
+	remain := len(items)
+rounds:
+	for k := int64(1); remain > maxItems && k <= trimRounds; k++ {
+		limit := k * trimStepMs
+		for i := len(items) - 1; i >= 0; i-- {
+			if !removed[i] && items[i].Cost < limit {
+				removed[i] = true
+				remain--
+				if remain <= maxItems {
+					break rounds
+				}
+			}
+		}
+	}
+
+	// Keep the first maxItems survivors (Matrix's fallback) and renumber depths
+	// along the tree described by the input depths.
+	type anc struct{ depth, childDepth int }
+	var st []anc
+	out := make([]Item, 0, min(remain, maxItems))
+	for i, it := range items {
+		if len(out) == maxItems {
+			break
+		}
+		for len(st) > 0 && st[len(st)-1].depth >= it.Depth {
+			st = st[:len(st)-1]
+		}
+		d := 0
+		if len(st) > 0 {
+			d = st[len(st)-1].childDepth
+		}
+		if removed[i] {
+			st = append(st, anc{it.Depth, d})
+			continue
+		}
+		st = append(st, anc{it.Depth, d + 1})
+		it.Depth = d
+		out = append(out, it)
+	}
+	return out
+}
+
+// StackKey runs step 6 of DESIGN.md §6 (Matrix's getTreeKey): candidates are
+// the items whose Cost is at least 30 % of cost (truncated to whole ms, as
+// Matrix's (long)(cost*0.3)); the winner has the largest (Depth+1)·Cost, the
+// first in list order on ties; with no candidate it is the first item; if
+// the winner is Dispatch and there are other candidates, the best of the
+// others wins. The key is "<id>|", or "" for an empty list. A negative cost
+// counts as 0.
+func StackKey(items []Item, cost int64) string {
+	if len(items) == 0 {
+		return ""
+	}
+	// Matrix compared int products that could overflow and computed the
+	// limit in floating point; both are exact here.
+	cost = max(cost, 0)
+	limit := cost/10*3 + cost%10*3/10
+	best, second := -1, -1 // best candidate, best candidate after it
+	var bestHi, bestLo, secondHi, secondLo uint64
+	for i, it := range items {
+		if it.Cost < limit {
+			continue
+		}
+		hi, lo := weight(it)
+		switch {
+		case best < 0 || greater(hi, lo, bestHi, bestLo):
+			best, second = i, best
+			secondHi, secondLo = bestHi, bestLo
+			bestHi, bestLo = hi, lo
+		case second < 0 || greater(hi, lo, secondHi, secondLo):
+			second = i
+			secondHi, secondLo = hi, lo
+		}
+	}
+	win := 0
+	if best >= 0 {
+		win = best
+		if items[best].ID == Dispatch && second >= 0 {
+			win = second
+		}
+	}
+	return strconv.FormatUint(uint64(items[win].ID), 10) + "|"
+}
+
+// weight returns (Depth+1)·Cost as a 128-bit number (negative factors
+// count as 0).
+func weight(it Item) (hi, lo uint64) {
+	d := uint64(max(it.Depth, 0)) + 1
+	c := uint64(max(it.Cost, 0))
+	return bits.Mul64(d, c)
+}
+
+func greater(ahi, alo, bhi, blo uint64) bool {
+	return ahi > bhi || ahi == bhi && alo > blo
+}
+
+// Result is the outcome of a full analysis (Analyze).
+type Result struct {
+	// Items is the trimmed call tree in pre-order.
+	Items []Item
+	// Stack is the report: one line "depth,id,count,cost\n" per item.
+	Stack string
+	// Cost is the reported cost in ms: max(trigger cost, largest item
+	// cost), never negative.
+	Cost int64
+	// Key is the stack key "<id>|", or "" for an empty stack.
+	Key string
+}
+
+// Analyze runs the whole analysis of DESIGN.md §6 on one buffer slice:
+// Items (steps 1–3), Trim to MaxStackLines (step 4), the report lines and
+// reported cost (step 5) and StackKey (step 6). triggerCost is the cost that
+// made the tracer report (for example the dispatch's wall time), in ms.
+func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
+	items := Trim(Items(recs, mode, endMs), MaxStackLines)
+	var b []byte
+	cost := max(triggerCost, 0)
+	for _, it := range items {
+		b = it.appendLine(b)
+		b = append(b, '\n')
+		cost = max(cost, it.Cost)
+	}
+	return Result{Items: items, Stack: string(b), Cost: cost, Key: StackKey(items, cost)}
+}
+
+// Format renders r as the `analyze` CLI prints it: the stack lines exactly as
+// in r.Stack (Dispatch printed as 1048574), then "cost=<Cost>\n", then
+// "stackKey=<Key>\n".
+func (r Result) Format() string {
+	var sb strings.Builder
+	sb.WriteString(r.Stack)
+	sb.WriteString("cost=")
+	sb.WriteString(strconv.FormatInt(r.Cost, 10))
+	sb.WriteString("\nstackKey=")
+	sb.WriteString(r.Key)
+	sb.WriteByte('\n')
+	return sb.String()
+}
+
+// satAdd returns a+b for non-negative a and b, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
