@@ -107,3 +107,38 @@ func scriptCondition(cond string) (bool, error) {
 func TestScripts(t *testing.T) {
 	testscript.Run(t, params(t, "testdata/script"))
 }
+
+// goVersions are the older supported releases the core scripts also run
+// with (the installed toolchain is the newest). MATRIX_GO_VERSIONS
+// overrides the list; the toolchains come through the module proxy.
+func goVersions() []string {
+	if v := os.Getenv("MATRIX_GO_VERSIONS"); v != "" {
+		return strings.Fields(v)
+	}
+	return []string{"go1.24.13", "go1.25.14"}
+}
+
+// TestGoVersions runs the semantics and entry point scripts with each
+// supported older Go release.
+func TestGoVersions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads Go toolchains; skipped in -short mode")
+	}
+	for _, v := range goVersions() {
+		t.Run(v, func(t *testing.T) {
+			p := params(t, "testdata/script")
+			p.Dir = ""
+			p.Files = []string{"testdata/script/semantics.txtar", "testdata/script/entrypoints.txtar"}
+			setup := p.Setup
+			p.Setup = func(e *testscript.Env) error {
+				if err := setup(e); err != nil {
+					return err
+				}
+				e.Setenv("GOTOOLCHAIN", v)
+				e.Setenv("MATRIX_MAP", filepath.Join(filepath.Dir(sharedMap), v, "methodMapping.txt"))
+				return nil
+			}
+			testscript.Run(t, p)
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/rs/zerolog"
 )
@@ -41,6 +42,9 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return cfg, []string{"help"}, nil
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+			return nil, nil, fmt.Errorf("unknown option %s (see matrixexec help)", name)
 		}
 		return nil, nil, err
 	}
