@@ -99,6 +99,10 @@ type Plan struct {
 
 type srcFile struct {
 	path   string
+	// lineNames maps the file names of the file's line directives, as
+	// go/scanner reports them (made absolute), back to their text: the
+	// compiler keeps relative names relative.
+	lineNames map[string]string
 	src    []byte
 	ast    *ast.File
 	cgo    bool
@@ -132,12 +136,16 @@ func NewPlan(paths []string, opts Options) (*Plan, error) {
 		}
 		f, err := parser.ParseFile(p.fset, path, src, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
-			return &Plan{opts: opts, fset: p.fset}, nil
+			unchanged := &Plan{opts: opts, fset: p.fset}
+			for _, path := range paths {
+				unchanged.files = append(unchanged.files, &srcFile{path: path})
+			}
+			return unchanged, nil
 		}
 		if p.PkgName == "" {
 			p.PkgName = f.Name.Name
 		}
-		p.files = append(p.files, &srcFile{path: path, src: src, ast: f, cgo: isCgoOutput(path, src)})
+		p.files = append(p.files, &srcFile{path: path, src: src, ast: f, cgo: isCgoOutput(path, src), lineNames: lineDirectiveNames(f, path)})
 	}
 	p.analyse()
 	return p, nil
@@ -230,7 +238,7 @@ func (p *Plan) analyse() {
 			f.points = append(f.points, insertion{
 				fn:     len(p.Funcs) - 1,
 				offset: p.fset.Position(body.Lbrace).Offset + 1,
-				resume: p.resumeDirective(body.Lbrace),
+				resume: p.resumeDirective(f, body.Lbrace),
 			})
 			return true
 		})
@@ -254,8 +262,11 @@ func (p *Plan) position(pos token.Pos) string {
 
 // resumeDirective returns the block line directive that gives the character
 // after an opening brace its original position back.
-func (p *Plan) resumeDirective(lbrace token.Pos) string {
+func (p *Plan) resumeDirective(f *srcFile, lbrace token.Pos) string {
 	ps := p.fset.Position(lbrace) // adjusted by //line directives
+	if raw, ok := f.lineNames[ps.Filename]; ok {
+		ps.Filename = raw
+	}
 	if ps.Column == 0 {
 		// A line-only //line directive leaves columns unknown: keep it so.
 		return fmt.Sprintf("/*line %s:%d*/", ps.Filename, ps.Line)
@@ -290,6 +301,46 @@ func (p *Plan) Apply(ids []uint32) ([]Output, error) {
 		out[i].Src = b.Bytes()
 	}
 	return out, nil
+}
+
+// lineDirectiveNames returns the file names of a file's line directives,
+// keyed by the name go/scanner gives them.
+func lineDirectiveNames(f *ast.File, path string) map[string]string {
+	var names map[string]string
+	for _, cg := range f.Comments {
+		for _, c := range cg.List {
+			var text string
+			switch {
+			case strings.HasPrefix(c.Text, "//line "):
+				text = c.Text[len("//line "):]
+			case strings.HasPrefix(c.Text, "/*line "):
+				text = strings.TrimSuffix(c.Text[len("/*line "):], "*/")
+			default:
+				continue
+			}
+			// filename:line or filename:line:col; the name may contain colons.
+			name := text
+			for range 2 {
+				if i := strings.LastIndexByte(name, ':'); i >= 0 {
+					if _, err := strconv.Atoi(name[i+1:]); err == nil {
+						name = name[:i]
+					}
+				}
+			}
+			if name == "" || name == text {
+				continue
+			}
+			abs := filepath.Clean(name)
+			if !filepath.IsAbs(abs) {
+				abs = filepath.Join(filepath.Dir(path), abs)
+			}
+			if names == nil {
+				names = map[string]string{}
+			}
+			names[abs] = name
+		}
+	}
+	return names
 }
 
 func trimPath(name, rules string) string {

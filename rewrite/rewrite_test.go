@@ -1,0 +1,175 @@
+package rewrite
+
+import (
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rewriteSource plans and applies the rewrite of one file with ids 1..n.
+func rewriteSource(t testing.TB, src string) (*Plan, []byte, string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.go")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan([]string{path}, Options{PkgPath: "example.com/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uint32, len(p.Funcs))
+	for i := range ids {
+		ids[i] = uint32(i + 1)
+	}
+	out, err := p.Apply(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, out[0].Src, path
+}
+
+type tok struct {
+	tok token.Token
+	lit string
+	pos token.Position
+}
+
+// tokens scans src and returns its tokens with positions adjusted by line
+// directives, as the compiler reports them.
+func tokens(t testing.TB, name string, src []byte) []tok {
+	fset := token.NewFileSet()
+	f := fset.AddFile(name, -1, len(src))
+	var s scanner.Scanner
+	s.Init(f, src, nil, 0)
+	var out []tok
+	for {
+		pos, tk, lit := s.Scan()
+		if tk == token.EOF {
+			return out
+		}
+		if tk == token.SEMICOLON && lit == "\n" {
+			continue
+		}
+		ps := fset.Position(pos)
+		ps.Offset = 0 // offsets differ by construction; positions must not
+		out = append(out, tok{tk, lit, ps})
+	}
+}
+
+// checkPositions asserts that every token of the original is found, in
+// order, in the rewritten file at the same file:line:column.
+func checkPositions(t testing.TB, path string, orig, rewritten []byte) {
+	t.Helper()
+	want := tokens(t, path, orig)
+	got := tokens(t, filepath.Join(filepath.Dir(path), "rewritten.go"), rewritten)
+	j := 0
+	for _, w := range want {
+		for j < len(got) && (got[j].tok != w.tok || got[j].lit != w.lit || got[j].pos != w.pos) {
+			if got[j].pos.Filename == w.pos.Filename && got[j].pos.Line > w.pos.Line {
+				t.Fatalf("token %v %q at %v not found in the rewritten file\n%s", w.tok, w.lit, w.pos, rewritten)
+			}
+			j++
+		}
+		if j == len(got) {
+			t.Fatalf("token %v %q at %v not found in the rewritten file\n%s", w.tok, w.lit, w.pos, rewritten)
+		}
+		j++
+	}
+}
+
+const sample = `package x
+
+import "fmt"
+
+type T struct{ n int }
+
+func (t *T) Get() int { return t.n }
+
+func (t *T) Set(n int) { t.n = n }
+
+func leaf(a, b int) int { return a*b + a }
+
+func OneLine() string { s := fmt.Sprint(1); return fmt.Sprintf("%s-%s-%s", s, s, fmt.Sprint(2)) }
+
+func Multi(xs []int) (n int) {
+	defer func() { n += len(fmt.Sprint(recover())) }()
+	for _, x := range xs { n += x; fmt.Print(x); fmt.Print(x, n); fmt.Print(n, x, x) }
+	go func() { fmt.Println("bg"); fmt.Println("bg2") }()
+	return
+}
+
+//go:nosplit
+func pragma() { fmt.Println(1); fmt.Println(2); fmt.Println(3) }
+
+func conv(x int) int64 { return int64(x) + int64(T{}.n) }
+
+//line generated.y:100
+func Generated() { fmt.Println("a", 1, 2); fmt.Println("b", 1, 2); fmt.Println("c") }
+
+/*line other.y:7:3*/func Shifted() { fmt.Println("a", 1, 2); fmt.Println("b", 1, 2); fmt.Println("c") }
+`
+
+func TestRewriteKeepsPositions(t *testing.T) {
+	p, out, path := rewriteSource(t, sample)
+	checkPositions(t, path, []byte(sample), out)
+	if _, err := parser.ParseFile(token.NewFileSet(), "out.go", out, 0); err != nil {
+		t.Fatalf("rewritten file does not parse: %v\n%s", err, out)
+	}
+	var names []string
+	for _, f := range p.Funcs {
+		names = append(names, f.Name+"@"+filepath.Base(f.Pos))
+	}
+	want := "OneLine@x.go:13 Multi@x.go:15 Multi.func1@x.go:16 Multi.func2@x.go:18 Generated@generated.y:100 Shifted@other.y:7"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("instrumented:\n got %s\nwant %s", got, want)
+	}
+	reasons := map[string]string{}
+	for _, s := range p.Skips {
+		reasons[s.Name] = s.Reason
+	}
+	for name, want := range map[string]string{
+		"(*T).Get": ReasonTrivial, "(*T).Set": ReasonTrivial, "leaf": ReasonNoCalls,
+		"pragma": "pragma:go:nosplit", "conv": ReasonNoCalls,
+	} {
+		if reasons[name] != want {
+			t.Errorf("%s skipped for %q, want %q", name, reasons[name], want)
+		}
+	}
+}
+
+func TestRewriteUnparsableFileUntouched(t *testing.T) {
+	p, out, _ := rewriteSource(t, "package x\nfunc F() { fmt.Println(\n")
+	if len(p.Funcs) != 0 || out != nil {
+		t.Fatalf("a file that does not parse was rewritten: %d funcs, %q", len(p.Funcs), out)
+	}
+}
+
+func TestNames(t *testing.T) {
+	src := `package x
+
+import "fmt"
+
+type L[T any] struct{ v []T }
+
+func (l *L[T]) Push(v T) { l.v = append(l.v, v); fmt.Sprint(v, 1, 2, 3, 4); fmt.Sprint(v, 1, 2, 3, 4) }
+func (l L[T]) Show() string { return fmt.Sprint(l.v, 1, 2, 3) + fmt.Sprint(l.v, 1, 2, 3) }
+func Map[T, U any](xs []T, f func(T) U) { for _, x := range xs { fmt.Sprint(f(x), 1, 2); fmt.Sprint(1, 2, 3) } }
+func init() { fmt.Println(1) }
+func init() { func() { func() { fmt.Println(2) }() }() }
+var V = func() int { fmt.Println(3); return 3 }()
+`
+	p, _, _ := rewriteSource(t, src)
+	var names []string
+	for _, f := range p.Funcs {
+		names = append(names, f.Kind+":"+f.Name)
+	}
+	want := "method:(*L[...]).Push method:L[...].Show func:Map[...] init:init.0 init:init.1 closure:init.1.func1 closure:init.1.func1.1 closure:glob..func1"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("names:\n got %s\nwant %s", got, want)
+	}
+}
