@@ -1,7 +1,320 @@
-// Package beat is the Matrix recorder that instrumented code reports to.
+// Package beat is the Matrix recorder that instrumented code reports to:
+// the Go counterpart of Tencent Matrix's AppMethodBeat and LooperMonitor.
+//
+// A dispatch is one unit of work on an event loop: an HTTP request, a job,
+// a test, a frame. While a goroutine is inside a dispatch, the enter and
+// exit hooks that matrixexec inserted into every instrumented function
+// append packed 64-bit records (enter bit, 20-bit function id, time in ms)
+// to a ring buffer that belongs to the dispatch; every other goroutine pays
+// one nil check. Buffers come from a bounded pool: when it is exhausted, a
+// dispatch is still timed and observed but its calls are not recorded, and
+// NotRecorded counts it.
+//
+// The hooks never read the system clock: a clock goroutine refreshes a
+// millisecond counter every half millisecond while the recorder runs.
+//
+// In a plain build (without matrixexec), and under go vet and gopls, the
+// package compiles to a no-op: Start returns ErrNotInstrumented.
 package beat
 
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// DispatchID is the reserved function id of the DISPATCH pseudo-function.
+const DispatchID = 1048574
+
+// Kind says where a dispatch comes from.
+type Kind int
+
+// Dispatch sources.
+const (
+	KindCustom Kind = iota // Begin/Run from user code
+	KindHTTP               // a request served by net/http
+	KindTest               // a test run by the testing package
+	KindBenchmark          // one run of a benchmark
+	KindFrame              // a frame of a frame loop
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindHTTP:
+		return "http"
+	case KindTest:
+		return "test"
+	case KindBenchmark:
+		return "benchmark"
+	case KindFrame:
+		return "frame"
+	}
+	return "custom"
+}
+
+// Config sizes the recorder.
+type Config struct {
+	// BufferSize is the number of records per recording dispatch, rounded
+	// up to a power of two. Default 65536 (512 KiB).
+	BufferSize int
+	// MaxBuffers bounds the dispatches recorded at once, and so the
+	// recorder's memory (MaxBuffers × BufferSize × 8 bytes). Default 64.
+	MaxBuffers int
+}
+
+// Defaults.
+const (
+	DefaultBufferSize = 1 << 16
+	DefaultMaxBuffers = 64
+	clockPeriod       = 500 * time.Microsecond
+)
+
+// ErrNotInstrumented is returned by Start in a binary that was not built
+// with matrixexec.
+var ErrNotInstrumented = errors.New("beat: binary not built with -toolexec=matrixexec; the recorder is a no-op")
+
+// Observer is told about every dispatch, like Matrix's LooperObserver.
+// Both calls run on the dispatching goroutine and must be quick. The
+// dispatch is valid only during the call.
+type Observer interface {
+	DispatchBegin(d *Dispatch)
+	DispatchEnd(d *Dispatch)
+}
+
+// recorder is the state between Start and Stop.
+type recorder struct {
+	cfg       Config
+	size      int
+	epoch     time.Time
+	stop      chan struct{}
+	clockDone chan struct{}
+
+	mu      sync.Mutex
+	free    [][]uint64 // idle buffers
+	buffers int        // buffers allocated and not released
+}
+
+var (
+	// cur is the running recorder, nil when stopped.
+	cur atomic.Pointer[recorder]
+	// lifecycle serialises Start and Stop.
+	lifecycle sync.Mutex
+
+	observers atomic.Pointer[[]Observer]
+	obsMu     sync.Mutex
+
+	running   sync.Mutex
+	runList   dispatchList
+	notRec    atomic.Uint64
+	dispatchN atomic.Uint64
+)
+
+// Start starts recording with cfg. Starting a started recorder is a no-op
+// (its configuration stays).
+func Start(cfg Config) error {
+	if !linked {
+		return ErrNotInstrumented
+	}
+	lifecycle.Lock()
+	defer lifecycle.Unlock()
+	if cur.Load() != nil {
+		return nil
+	}
+	if cfg.BufferSize <= 0 {
+		cfg.BufferSize = DefaultBufferSize
+	}
+	if cfg.MaxBuffers <= 0 {
+		cfg.MaxBuffers = DefaultMaxBuffers
+	}
+	size := 1
+	for size < cfg.BufferSize {
+		size <<= 1
+	}
+	r := &recorder{cfg: cfg, size: size, epoch: time.Now(), stop: make(chan struct{}), clockDone: make(chan struct{})}
+	rtSetNow(0)
+	go r.clock()
+	cur.Store(r)
+	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
+	rtSetActive(1)
+	return nil
+}
+
+// Stop stops recording: hooks go back to a single check, the clock stops,
+// and idle buffers are released (buffers of running dispatches are released
+// when they end).
+func Stop() {
+	lifecycle.Lock()
+	defer lifecycle.Unlock()
+	r := cur.Load()
+	if r == nil {
+		return
+	}
+	rtSetActive(0)
+	rtSetDispatchHooks(nil, nil, nil)
+	cur.Store(nil)
+	close(r.stop)
+	<-r.clockDone
+	r.mu.Lock()
+	r.buffers -= len(r.free)
+	r.free = nil
+	r.mu.Unlock()
+}
+
+// Started reports whether the recorder is running.
+func Started() bool { return cur.Load() != nil }
+
 // Linked reports whether the binary was built with matrixexec, so that the
-// recorder is bound to the instrumented runtime. In a plain build every
-// function of this package is a cheap no-op.
+// recorder is bound to the instrumented runtime.
 func Linked() bool { return linked }
+
+func (r *recorder) clock() {
+	defer close(r.clockDone)
+	t := time.NewTicker(clockPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			rtSetNow(uint64(now.Sub(r.epoch) / time.Millisecond))
+		}
+	}
+}
+
+// Now returns the recorder clock in milliseconds since Start, the time base
+// of the records.
+func Now() uint64 { return rtGetNow() }
+
+// Epoch returns the wall-clock time of record time 0.
+func Epoch() time.Time {
+	if r := cur.Load(); r != nil {
+		return r.epoch
+	}
+	return time.Time{}
+}
+
+func (r *recorder) getBuffer() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.free); n > 0 {
+		b := r.free[n-1]
+		r.free = r.free[:n-1]
+		return b
+	}
+	if r.buffers >= r.cfg.MaxBuffers {
+		return nil
+	}
+	r.buffers++
+	return make([]uint64, r.size)
+}
+
+func (r *recorder) putBuffer(b []uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur.Load() != r || len(b) != r.size {
+		r.buffers-- // stopped or resized: let it go
+		return
+	}
+	r.free = append(r.free, b)
+}
+
+// Stats are the recorder's counters.
+type Stats struct {
+	Dispatches  uint64 // dispatches begun since the process started
+	NotRecorded uint64 // dispatches that found no free buffer
+	Buffers     int    // buffers allocated now
+	BufferBytes int    // bytes of one buffer
+	MaxBuffers  int
+	Running     int // dispatches in progress
+}
+
+// ReadStats returns the current counters.
+func ReadStats() Stats {
+	s := Stats{Dispatches: dispatchN.Load(), NotRecorded: notRec.Load()}
+	if r := cur.Load(); r != nil {
+		r.mu.Lock()
+		s.Buffers, s.BufferBytes, s.MaxBuffers = r.buffers, r.size*8, r.cfg.MaxBuffers
+		r.mu.Unlock()
+	}
+	running.Lock()
+	s.Running = runList.n
+	running.Unlock()
+	return s
+}
+
+// AddObserver registers o for every later dispatch.
+func AddObserver(o Observer) {
+	obsMu.Lock()
+	defer obsMu.Unlock()
+	var list []Observer
+	if p := observers.Load(); p != nil {
+		list = append(list, *p...)
+	}
+	list = append(list, o)
+	observers.Store(&list)
+}
+
+// RemoveObserver unregisters o.
+func RemoveObserver(o Observer) {
+	obsMu.Lock()
+	defer obsMu.Unlock()
+	p := observers.Load()
+	if p == nil {
+		return
+	}
+	var list []Observer
+	for _, x := range *p {
+		if x != o {
+			list = append(list, x)
+		}
+	}
+	observers.Store(&list)
+}
+
+func forObservers(f func(Observer)) {
+	if p := observers.Load(); p != nil {
+		for _, o := range *p {
+			f(o)
+		}
+	}
+}
+
+// hookBegin, hookEnd and hookScene serve the dispatch sources patched into
+// the standard library (the net/http server, the testing runner).
+func hookBegin(kind int, name string) unsafe.Pointer {
+	return unsafe.Pointer(Begin(Kind(kind), name))
+}
+
+func hookEnd(d unsafe.Pointer, scene string) {
+	dd := (*Dispatch)(d)
+	if scene != "" {
+		dd.SetScene(scene)
+	}
+	dd.End()
+}
+
+func hookScene(d unsafe.Pointer, scene string) {
+	(*Dispatch)(d).SetScene(scene)
+}
+
+// Current returns the dispatch the calling goroutine is in, or nil.
+func Current() *Dispatch { return (*Dispatch)(rtCurrent()) }
+
+// Running calls f for every dispatch in progress, oldest first, with the
+// registry locked: f must be quick and must not begin or end dispatches.
+func Running(f func(d *Dispatch)) {
+	running.Lock()
+	defer running.Unlock()
+	for d := runList.head; d != nil; d = d.next {
+		f(d)
+	}
+}
+
+// Run runs fn as a dispatch named name on the calling goroutine.
+func Run(name string, fn func()) {
+	d := Begin(KindCustom, name)
+	defer d.End()
+	fn()
+}

@@ -26,3 +26,15 @@ func rtNamesHead() unsafe.Pointer
 
 //go:linkname rtGoid runtime.matrixGoid
 func rtGoid() uint64
+
+//go:linkname rtEnter runtime.matrixEnter
+func rtEnter(id uint32)
+
+//go:linkname rtExit runtime.matrixExit
+func rtExit(id uint32)
+
+//go:linkname rtCurrent runtime.matrixCurrent
+func rtCurrent() unsafe.Pointer
+
+//go:linkname rtSetDispatchHooks runtime.matrixSetDispatchHooks
+func rtSetDispatchHooks(begin func(kind int, name string) unsafe.Pointer, end, scene func(d unsafe.Pointer, scene string))

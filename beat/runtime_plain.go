@@ -15,3 +15,9 @@ func rtGetNow() uint64                         { return 0 }
 func rtSwapRing(unsafe.Pointer) unsafe.Pointer { return nil }
 func rtNamesHead() unsafe.Pointer              { return nil }
 func rtGoid() uint64                           { return 0 }
+
+func rtEnter(uint32)            {}
+func rtExit(uint32)             {}
+func rtCurrent() unsafe.Pointer { return nil }
+func rtSetDispatchHooks(func(int, string) unsafe.Pointer, func(unsafe.Pointer, string), func(unsafe.Pointer, string)) {
+}

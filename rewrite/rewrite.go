@@ -98,15 +98,15 @@ type Plan struct {
 }
 
 type srcFile struct {
-	path   string
+	path string
 	// lineNames maps the file names of the file's line directives, as
 	// go/scanner reports them (made absolute), back to their text: the
 	// compiler keeps relative names relative.
 	lineNames map[string]string
-	src    []byte
-	ast    *ast.File
-	cgo    bool
-	points []insertion // sorted by offset
+	src       []byte
+	ast       *ast.File
+	cgo       bool
+	points    []insertion // sorted by offset
 }
 
 type insertion struct {

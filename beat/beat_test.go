@@ -1,0 +1,204 @@
+package beat
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matrixgo/matrix/tracer/analysis"
+)
+
+// The recorder only works in a binary built with matrixexec. These tests
+// run both ways: plainly (go test ./...) they check the no-op contract, and
+// integration's linked.txtar runs them with -toolexec=matrixexec.
+
+func requireLinked(t *testing.T) {
+	t.Helper()
+	if !Linked() {
+		t.Skip("needs a binary built with -toolexec=matrixexec; integration/testdata/script/linked.txtar runs it so")
+	}
+}
+
+func TestPlainBuildIsNoOp(t *testing.T) {
+	if Linked() {
+		t.Skip("this binary is linked to the recorder; the no-op contract is checked by the plain go test run")
+	}
+	if err := Start(Config{}); !errors.Is(err, ErrNotInstrumented) {
+		t.Fatalf("Start in a plain build = %v, want ErrNotInstrumented", err)
+	}
+	d := Begin(KindCustom, "x")
+	if d != nil {
+		t.Fatalf("Begin in a plain build = %v, want nil", d)
+	}
+	d.SetScene("s")
+	d.End()
+	ran := false
+	Run("x", func() { ran = true })
+	if !ran {
+		t.Fatal("Run did not run fn")
+	}
+}
+
+type captured struct {
+	mu   sync.Mutex
+	recs map[string][]analysis.Record
+	cost map[string]time.Duration
+}
+
+func (c *captured) DispatchBegin(*Dispatch) {}
+func (c *captured) DispatchEnd(d *Dispatch) {
+	var rs []analysis.Record
+	for _, r := range d.Records(nil) {
+		rs = append(rs, analysis.Record(r))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs[d.Name()] = rs
+	c.cost[d.Name()] = d.Cost()
+}
+
+func capture(t *testing.T, cfg Config) *captured {
+	t.Helper()
+	if err := Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	c := &captured{recs: map[string][]analysis.Record{}, cost: map[string]time.Duration{}}
+	AddObserver(c)
+	t.Cleanup(func() { RemoveObserver(c); Stop() })
+	return c
+}
+
+func TestRecordsOfADispatch(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{})
+	Run("work", func() {
+		rtEnter(7)
+		time.Sleep(30 * time.Millisecond)
+		rtEnter(8)
+		rtExit(8)
+		rtExit(7)
+	})
+	rs := c.recs["work"]
+	if len(rs) != 6 {
+		t.Fatalf("got %d records %v, want 6", len(rs), rs)
+	}
+	want := []struct {
+		enter bool
+		id    uint32
+	}{{true, DispatchID}, {true, 7}, {true, 8}, {false, 8}, {false, 7}, {false, DispatchID}}
+	for i, w := range want {
+		if rs[i].Enter() != w.enter || rs[i].ID() != w.id {
+			t.Errorf("record %d = %v, want enter=%v id=%d", i, rs[i], w.enter, w.id)
+		}
+	}
+	// The clock has millisecond resolution: the 30 ms sleep shows.
+	if d := rs[2].Time() - rs[1].Time(); d < 25 || d > 60 {
+		t.Errorf("sleep of 30ms recorded as %d ms", d)
+	}
+	res := analysis.Analyze(rs, analysis.Strict, rs[5].Time(), 0)
+	if res.Key != "7|" {
+		t.Errorf("stack key %q, want 7|\n%s", res.Key, res.Stack)
+	}
+}
+
+func TestOverwrittenMarkYieldsNothing(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{BufferSize: 16})
+	Run("wraps", func() {
+		for i := 0; i < 20; i++ {
+			rtEnter(1)
+			rtExit(1)
+		}
+	})
+	if rs := c.recs["wraps"]; len(rs) != 0 {
+		t.Fatalf("wrapped buffer gave %d records, want none", len(rs))
+	}
+	Run("fits", func() { rtEnter(1); rtExit(1) })
+	if rs := c.recs["fits"]; len(rs) != 4 {
+		t.Fatalf("got %d records, want 4", len(rs))
+	}
+}
+
+func TestPoolExhaustionDegradesToNotRecorded(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{BufferSize: 64, MaxBuffers: 1})
+	before := ReadStats().NotRecorded
+	hold := make(chan struct{})
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run("first", func() { close(started); <-hold; rtEnter(3); rtExit(3) })
+	}()
+	<-started
+	Run("second", func() { rtEnter(4); rtExit(4) })
+	close(hold)
+	<-done
+	if got := ReadStats().NotRecorded - before; got != 1 {
+		t.Errorf("NotRecorded grew by %d, want 1", got)
+	}
+	if rs := c.recs["second"]; len(rs) != 0 {
+		t.Errorf("dispatch without a buffer has %d records", len(rs))
+	}
+	if c.cost["second"] <= 0 {
+		t.Errorf("dispatch without a buffer was not timed")
+	}
+	if rs := c.recs["first"]; len(rs) != 4 {
+		t.Errorf("first dispatch has %d records, want 4", len(rs))
+	}
+	if s := ReadStats(); s.Buffers != 1 {
+		t.Errorf("%d buffers allocated, want 1", s.Buffers)
+	}
+}
+
+func TestNestedBeginJoins(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{})
+	outer := Begin(KindHTTP, "outer")
+	inner := Begin(KindCustom, "GET /x")
+	if inner != outer {
+		t.Fatal("nested Begin started a second dispatch")
+	}
+	rtEnter(9)
+	rtExit(9)
+	inner.End()
+	if Current() != outer {
+		t.Fatal("inner End ended the outer dispatch")
+	}
+	if outer.Scene() != "GET /x" {
+		t.Errorf("scene %q, want the inner name", outer.Scene())
+	}
+	outer.End()
+	if Current() != nil {
+		t.Fatal("goroutine still in a dispatch")
+	}
+	if rs := c.recs["outer"]; len(rs) != 4 {
+		t.Errorf("got %d records, want 4", len(rs))
+	}
+}
+
+func TestStartStopReleases(t *testing.T) {
+	requireLinked(t)
+	for i := 0; i < 3; i++ {
+		if err := Start(Config{BufferSize: 1024, MaxBuffers: 4}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for j := 0; j < 4; j++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); Run("x", func() { rtEnter(1); rtExit(1) }) }()
+		}
+		wg.Wait()
+		if s := ReadStats(); s.Buffers == 0 || s.Buffers > 4 {
+			t.Fatalf("%d buffers while started, want 1..4", s.Buffers)
+		}
+		Stop()
+		if s := ReadStats(); s.Buffers != 0 || s.Running != 0 {
+			t.Fatalf("after Stop: %+v", s)
+		}
+		if Begin(KindCustom, "stopped") != nil {
+			t.Fatal("Begin after Stop returned a dispatch")
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package beat
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// Func is the name of an instrumented function, as carried in the binary:
+// reports are readable without the mapping file.
+type Func struct {
+	ID   uint32
+	Pkg  string // import path
+	Name string // F, (*T).M, T.M, F.func1, init.0
+	File string // file name, as in the binary's stack traces
+	Line int
+}
+
+// String renders pkg.Name.
+func (f Func) String() string {
+	if f.ID == DispatchID {
+		return "DISPATCH"
+	}
+	return f.Pkg + "." + f.Name
+}
+
+// nameTable mirrors the table each instrumented package registers.
+type nameTable struct {
+	next unsafe.Pointer
+	data string
+}
+
+var names struct {
+	sync.Mutex
+	head  unsafe.Pointer // the list head the table was built from
+	funcs map[uint32]Func
+}
+
+// Lookup returns the function with the given id, if an instrumented
+// package of this binary declares it.
+func Lookup(id uint32) (Func, bool) {
+	if id == DispatchID {
+		return Func{ID: id, Name: "DISPATCH"}, true
+	}
+	names.Lock()
+	defer names.Unlock()
+	if h := rtNamesHead(); h != names.head || names.funcs == nil {
+		names.funcs = parseNames(h)
+		names.head = h
+	}
+	f, ok := names.funcs[id]
+	return f, ok
+}
+
+func parseNames(head unsafe.Pointer) map[uint32]Func {
+	funcs := map[uint32]Func{}
+	for p := head; p != nil; p = (*nameTable)(p).next {
+		pkg, rest, _ := strings.Cut((*nameTable)(p).data, "\n")
+		for _, line := range strings.Split(rest, "\n") {
+			idText, rest, ok1 := strings.Cut(line, " ")
+			name, pos, ok2 := strings.Cut(rest, " ")
+			if !ok1 || !ok2 {
+				continue
+			}
+			id, err := strconv.ParseUint(idText, 10, 32)
+			if err != nil {
+				continue
+			}
+			f := Func{ID: uint32(id), Pkg: pkg, Name: name, File: pos}
+			if i := strings.LastIndexByte(pos, ':'); i > 0 {
+				if n, err := strconv.Atoi(pos[i+1:]); err == nil {
+					f.File, f.Line = pos[:i], n
+				}
+			}
+			funcs[f.ID] = f
+		}
+	}
+	return funcs
+}
