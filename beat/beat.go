@@ -318,3 +318,12 @@ func Run(name string, fn func()) {
 	defer d.End()
 	fn()
 }
+
+// Enter and Exit write an enter or exit record for function id on the
+// calling goroutine, exactly as the hooks matrixexec inserts do. They are
+// for tests and for code that instruments itself by hand (ids must come
+// from the mapping file or be outside the range matrixexec uses).
+func Enter(id uint32) { rtEnter(id) }
+
+// Exit writes an exit record; see Enter.
+func Exit(id uint32) { rtExit(id) }
