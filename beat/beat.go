@@ -33,11 +33,11 @@ type Kind int
 
 // Dispatch sources.
 const (
-	KindCustom Kind = iota // Begin/Run from user code
-	KindHTTP               // a request served by net/http
-	KindTest               // a test run by the testing package
-	KindBenchmark          // one run of a benchmark
-	KindFrame              // a frame of a frame loop
+	KindCustom    Kind = iota // Begin/Run from user code
+	KindHTTP                  // a request served by net/http
+	KindTest                  // a test run by the testing package
+	KindBenchmark             // one run of a benchmark
+	KindFrame                 // a frame of a frame loop
 )
 
 func (k Kind) String() string {
@@ -295,8 +295,14 @@ func hookEnd(d unsafe.Pointer, scene string) {
 	dd.End()
 }
 
+// hookScene names the scene from a route pattern the net/http ServeMux
+// found. The innermost mux reports first, so the first pattern wins, and a
+// scene the program set itself is kept.
 func hookScene(d unsafe.Pointer, scene string) {
-	(*Dispatch)(d).SetScene(scene)
+	dd := (*Dispatch)(d)
+	if dd.Scene() == "" {
+		dd.SetScene(scene)
+	}
 }
 
 // Current returns the dispatch the calling goroutine is in, or nil.

@@ -238,7 +238,7 @@ func (p *Plan) analyse() {
 			f.points = append(f.points, insertion{
 				fn:     len(p.Funcs) - 1,
 				offset: p.fset.Position(body.Lbrace).Offset + 1,
-				resume: p.resumeDirective(f, body.Lbrace),
+				resume: resumeDirective(p.fset, f, body.Lbrace),
 			})
 			return true
 		})
@@ -262,8 +262,8 @@ func (p *Plan) position(pos token.Pos) string {
 
 // resumeDirective returns the block line directive that gives the character
 // after an opening brace its original position back.
-func (p *Plan) resumeDirective(f *srcFile, lbrace token.Pos) string {
-	ps := p.fset.Position(lbrace) // adjusted by //line directives
+func resumeDirective(fset *token.FileSet, f *srcFile, lbrace token.Pos) string {
+	ps := fset.Position(lbrace) // adjusted by //line directives
 	if raw, ok := f.lineNames[ps.Filename]; ok {
 		ps.Filename = raw
 	}

@@ -49,6 +49,9 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	case pkg == "runtime":
 		newFiles, err = rewrite.PatchRuntime(files, tmp)
 		log.Debug().Err(err).Msg("patched runtime")
+	case rewrite.HasStdHooks(pkg):
+		newFiles, err = rewrite.PatchStd(pkg, files, tmp)
+		log.Debug().Err(err).Msg("added dispatch hooks")
 	case pkg == beatPkg:
 		newFiles = linkBeat(files)
 		log.Debug().Msg("linked beat to the runtime")
@@ -58,14 +61,36 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	var after func(string) error
+	if p, _ := flagValue(args, "p"); p == "main" && !hasFlag(args[:first], "std") {
+		extra, importcfg, fn, err := injectAuto(cfg, args[0], args[:first], tmp)
+		if err != nil {
+			return err
+		}
+		if extra != "" {
+			if newFiles == nil {
+				newFiles = files
+			}
+			newFiles = append(newFiles, extra)
+			setFlag(args[:first], "importcfg", importcfg)
+			after = fn
+		}
+	}
 	if newFiles != nil {
 		args = append(args[:first:first], newFiles...)
 	}
+	out, _ := flagValue(args, "o")
 	args, err = toolArgs(args, tmp)
 	if err != nil {
 		return err
 	}
-	return runTool(args, stdin, stdout, stderr)
+	if err := runTool(args, stdin, stdout, stderr); err != nil {
+		return err
+	}
+	if after != nil {
+		return after(out)
+	}
+	return nil
 }
 
 // linkBeat swaps the beat package's no-op runtime binding for the one that

@@ -20,6 +20,7 @@ type config struct {
 	blacklistSet  bool   // the blacklist was named explicitly: it must exist
 	inlineBudget  int
 	logPath       string
+	zeroCode      string // zeroAuto, zeroOn or zeroOff
 	log           zerolog.Logger
 }
 
@@ -39,6 +40,7 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	budget := getenv("MATRIX_INLINE_BUDGET")
 	fs.StringVar(&budget, "inline-budget", budget, "inlining cost under which functions are skipped")
 	fs.StringVar(&cfg.logPath, "log", getenv("MATRIX_LOG"), "diagnostics file")
+	fs.StringVar(&cfg.zeroCode, "zerocode", getenv("MATRIX_ZEROCODE"), "zero-code mode: auto, on or off")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return cfg, []string{"help"}, nil
@@ -54,6 +56,13 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 			return nil, nil, fmt.Errorf("bad inline budget %q (MATRIX_INLINE_BUDGET or -inline-budget): want an integer", budget)
 		}
 		cfg.inlineBudget = n
+	}
+	switch cfg.zeroCode {
+	case "":
+		cfg.zeroCode = zeroAuto
+	case zeroAuto, zeroOn, zeroOff:
+	default:
+		return nil, nil, fmt.Errorf("bad zero-code mode %q (MATRIX_ZEROCODE or -zerocode): want auto, on or off", cfg.zeroCode)
 	}
 	cfg.blacklistSet = cfg.blacklistPath != ""
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {

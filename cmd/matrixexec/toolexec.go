@@ -31,6 +31,8 @@ func toolexec(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Wri
 	switch tool {
 	case "compile":
 		return compile(cfg, args, stdin, stdout, stderr)
+	case "link":
+		return link(cfg, args, stdin, stdout, stderr)
 	}
 	return runTool(args, stdin, stdout, stderr)
 }
@@ -86,7 +88,7 @@ func configHash(cfg *config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "blacklist:%s\ninline:%d\n", rules, cfg.inlineBudget)
+	fmt.Fprintf(h, "blacklist:%s\ninline:%d\nzerocode:%s\n", rules, cfg.inlineBudget, cfg.zeroCode)
 	m, err := idalloc.Open(cfg.mapPath)
 	if err != nil {
 		return "", err
@@ -215,6 +217,17 @@ func flagValue(args []string, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// setFlag replaces the value of a -name value or -name=value flag in place.
+func setFlag(args []string, name, value string) {
+	for i, a := range args {
+		if a == "-"+name && i+1 < len(args) {
+			args[i+1] = value
+		} else if strings.HasPrefix(a, "-"+name+"=") {
+			args[i] = "-" + name + "=" + value
+		}
+	}
 }
 
 func hasFlag(args []string, name string) bool {

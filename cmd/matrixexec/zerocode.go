@@ -1,0 +1,378 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/matrixgo/matrix/blacklist"
+)
+
+// Zero-code mode links the tracer into programs that never import it: the
+// main package of every instrumented program gets a blank import of
+// autoPkg, which starts the trace plugin when MATRIX_REPORT is set.
+//
+// The package is built by a nested "go list -export" in the directory the
+// build runs in, with the parent build's flags, so it is resolved in the
+// user's own module graph: "go get -tool <module>/cmd/matrixexec" puts this
+// module in go.mod and pins the runtime's version. Packages the program
+// already has are shared (same flags, same cache entries); the others are
+// added to the link.
+const autoPkg = blacklist.SelfModule + "/tracer/auto"
+
+// zeroCodeMode values (-zerocode, MATRIX_ZEROCODE).
+const (
+	zeroAuto = "auto" // link the tracer when the module graph has it
+	zeroOn   = "on"   // link it or fail the build saying what to run
+	zeroOff  = "off"
+)
+
+const zeroCodeHint = "zero-code mode needs " + blacklist.SelfModule + " in the program's module graph: run \"go get -tool " + blacklist.SelfModule + "/cmd/matrixexec\""
+
+// autoExports builds autoPkg and its dependencies with the parent build's
+// flags and returns "import path → export file" for each.
+func autoExports(cfg *config, goTool, pgo string) (map[string]string, error) {
+	args := []string{"list", "-deps", "-export", "-f", "{{if .Export}}{{.ImportPath}}={{.Export}}{{end}}"}
+	args = append(args, parentBuildFlags()...)
+	if pgo != "" {
+		args = append(args, pgo)
+	}
+	args = append(args, autoPkg)
+	cmd := exec.Command(goTool, args...)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cfg.log.Debug().Strs("args", args).Msg("building the zero-code tracer")
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "no required module provides") || strings.Contains(msg, "cannot find module providing") ||
+			strings.Contains(msg, "is replaced but not required") || strings.Contains(msg, "is not in std") ||
+			strings.Contains(msg, "not in GOROOT") || strings.Contains(msg, "go.mod file not found") {
+			return nil, errNoModule
+		}
+		return nil, fmt.Errorf("zero-code mode: building %s: %w\n%s", autoPkg, err, msg)
+	}
+	exports := map[string]string{}
+	sc := bufio.NewScanner(&stdout)
+	for sc.Scan() {
+		if path, file, ok := strings.Cut(sc.Text(), "="); ok {
+			exports[path] = file
+		}
+	}
+	if exports[autoPkg] == "" {
+		return nil, fmt.Errorf("zero-code mode: go list gave no export data for %s", autoPkg)
+	}
+	return exports, nil
+}
+
+var errNoModule = errors.New(zeroCodeHint)
+
+// mentionsSelf is a cheap first test of the module graph: the go.mod (or
+// go.work and its modules' go.mod files) of the build names this module.
+func mentionsSelf() bool {
+	root := moduleRoot(os.Getenv)
+	var files []string
+	if work, err := os.ReadFile(filepath.Join(root, "go.work")); err == nil {
+		files = append(files, filepath.Join(root, "go.work"))
+		for _, line := range strings.Split(string(work), "\n") {
+			f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "use"))
+			if len(f) == 1 && f[0] != "(" && f[0] != ")" {
+				files = append(files, filepath.Join(root, f[0], "go.mod"))
+			}
+		}
+	} else {
+		files = append(files, filepath.Join(root, "go.mod"))
+	}
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(blacklist.SelfModule)) {
+			return true
+		}
+	}
+	return false
+}
+
+// goToolFor returns the go command of the toolchain that owns a tool path
+// ($GOROOT/pkg/tool/$GOOS_$GOARCH/compile).
+func goToolFor(tool string) string {
+	goroot := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(tool))))
+	exe := "go"
+	if runtime.GOOS == "windows" {
+		exe += ".exe"
+	}
+	return filepath.Join(goroot, "bin", exe)
+}
+
+// buildFlagArity lists the go command's flags that change how packages are
+// compiled, and whether they take a value. The nested build mirrors them so
+// that the packages it shares with the parent build are the same archives.
+var buildFlagArity = map[string]bool{
+	"race": false, "msan": false, "asan": false, "trimpath": false, "linkshared": false, "cover": false,
+	"covermode": true, "coverpkg": true, "tags": true, "gcflags": true, "asmflags": true,
+	"buildmode": true, "pgo": true, "mod": true, "modfile": true, "overlay": true,
+	"toolexec": true, "installsuffix": true, "compiler": true, "gccgoflags": true,
+}
+
+// parentBuildFlags returns the build flags of the go command that runs us
+// (our parent process), as far as the OS lets us see them. GOFLAGS and
+// the GOOS/GOARCH/CGO environment reach the nested build by inheritance.
+func parentBuildFlags() []string {
+	args := parentArgs()
+	if len(args) < 2 {
+		return nil
+	}
+	var out []string
+	for i := 2; i < len(args); i++ { // args[0] = go, args[1] = build/test/run/...
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		takesValue, known := buildFlagArity[name]
+		if !known {
+			continue
+		}
+		switch {
+		case takesValue && !hasValue && i+1 < len(args):
+			i++
+			value, hasValue = args[i], true
+		case !takesValue:
+			out = append(out, a)
+			continue
+		}
+		if name == "pgo" && value == "auto" {
+			// auto resolves against the main package, which the nested
+			// build does not have: the compile flags carry the profile.
+			continue
+		}
+		if hasValue {
+			out = append(out, "-"+name+"="+value)
+		}
+	}
+	return out
+}
+
+func parentArgs() []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", os.Getppid()))
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+}
+
+// sharedVariant returns a package the main package imports directly with
+// another archive than the tracer was built against, or "".
+func sharedVariant(importcfg []byte, exports map[string]string) string {
+	if ip := os.Getenv("TOOLEXEC_IMPORTPATH"); strings.HasSuffix(ip, ".test") {
+		if _, ok := exports[strings.TrimSuffix(ip, ".test")]; ok {
+			return strings.TrimSuffix(ip, ".test")
+		}
+	}
+	for _, line := range strings.Split(string(importcfg), "\n") {
+		rest, ok := strings.CutPrefix(line, "packagefile ")
+		if !ok {
+			continue
+		}
+		path, file, _ := strings.Cut(rest, "=")
+		first, _, _ := strings.Cut(path, "/")
+		if want, ok := exports[path]; ok && want != file && strings.Contains(first, ".") && !sameContent(want, file) {
+			return path
+		}
+	}
+	return ""
+}
+
+func sameContent(a, b string) bool {
+	ha, err1 := fileHash(a)
+	hb, err2 := fileHash(b)
+	return err1 == nil && err2 == nil && ha == hb
+}
+
+func fileHash(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// linkRecordDir holds, per main archive (by content hash), the export files
+// its zero-code import needs at link time, since the compile of main may
+// come from the cache while its link runs anew.
+func linkRecordPath(archive string) (string, error) {
+	h, err := fileHash(archive)
+	if err != nil {
+		return "", fmt.Errorf("zero-code mode: %w", err)
+	}
+	return filepath.Join(os.TempDir(), "matrixexec-links", h[:32]+".importcfg"), nil
+}
+
+// injectAuto prepares the compile of a main package for zero-code mode: it
+// returns the extra source file and the importcfg to use instead, and a
+// function to call after a successful compile. It returns nils when zero-
+// code mode is off or unavailable.
+func injectAuto(cfg *config, tool string, flags []string, dir string) (extra, importcfg string, after func(out string) error, err error) {
+	if cfg.zeroCode == zeroOff {
+		return "", "", nil, nil
+	}
+	goFlagsPGO := ""
+	if p, ok := flagValue(flags, "pgoprofile"); ok {
+		goFlagsPGO = "-pgo=" + p
+	}
+	if cfg.zeroCode == zeroAuto && !mentionsSelf() {
+		cfg.log.Debug().Msg("zero-code mode unavailable: " + zeroCodeHint)
+		return "", "", nil, nil
+	}
+	exports, err := autoExports(cfg, goToolFor(tool), goFlagsPGO)
+	if err != nil && cfg.zeroCode == zeroAuto {
+		// Best effort: never fail a build that works without it.
+		cfg.log.Warn().Err(err).Msg("zero-code mode unavailable")
+		return "", "", nil, nil
+	}
+	if err != nil {
+		return "", "", nil, err
+	}
+	orig, ok := flagValue(flags, "importcfg")
+	if !ok {
+		return "", "", nil, nil
+	}
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
+	}
+	if conflict := sharedVariant(data, exports); conflict != "" {
+		// A test binary of one of the tracer's own dependencies links
+		// that package's test variant, which the tracer was not compiled
+		// against.
+		cfg.log.Debug().Str("pkg", conflict).Msg("zero-code mode skipped: test variant of a tracer dependency")
+		return "", "", nil, nil
+	}
+	data = fmt.Appendf(bytes.Clone(data), "\npackagefile %s=%s\n", autoPkg, exports[autoPkg])
+	importcfg = filepath.Join(dir, "importcfg")
+	if err := os.WriteFile(importcfg, data, 0o600); err != nil {
+		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
+	}
+	extra = filepath.Join(dir, "zz_matrix_auto.go")
+	src := "// Code generated by matrixexec. DO NOT EDIT.\n\npackage main\n\nimport _ \"" + autoPkg + "\"\n"
+	if err := os.WriteFile(extra, []byte(src), 0o600); err != nil {
+		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
+	}
+	after = func(out string) error {
+		rec, err := linkRecordPath(out)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		for path, file := range exports {
+			fmt.Fprintf(&b, "packagefile %s=%s\n", path, file)
+		}
+		if err := os.MkdirAll(filepath.Dir(rec), 0o700); err != nil {
+			return fmt.Errorf("zero-code mode: %w", err)
+		}
+		tmp := rec + fmt.Sprintf(".%d", os.Getpid())
+		if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+			return fmt.Errorf("zero-code mode: %w", err)
+		}
+		return os.Rename(tmp, rec)
+	}
+	cfg.log.Debug().Str("auto", exports[autoPkg]).Int("deps", len(exports)).Msg("zero-code tracer linked into main")
+	return extra, importcfg, after, nil
+}
+
+// link adds the packages of the zero-code tracer to the link of a main
+// package that imports it, then runs the linker.
+func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	args, err := expandArgs(args)
+	if err != nil {
+		return err
+	}
+	importcfg, ok := flagValue(args, "importcfg")
+	mainArchive := args[len(args)-1]
+	if !ok || !strings.HasSuffix(mainArchive, ".a") && !strings.HasSuffix(mainArchive, "-d") {
+		return runTool(args, stdin, stdout, stderr)
+	}
+	data, err := os.ReadFile(importcfg)
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	if bytes.Contains(data, []byte("packagefile "+autoPkg+"=")) {
+		return runTool(args, stdin, stdout, stderr) // the program imports it itself
+	}
+	rec, err := linkRecordPath(mainArchive)
+	if err != nil {
+		return err
+	}
+	extra, err := os.ReadFile(rec)
+	if errors.Is(err, os.ErrNotExist) {
+		archive, err := os.ReadFile(mainArchive)
+		if err != nil {
+			return fmt.Errorf("link: %w", err)
+		}
+		if !bytes.Contains(archive, []byte(autoPkg)) {
+			return runTool(args, stdin, stdout, stderr)
+		}
+		// The record is gone (temp dir cleaned): rebuild the list.
+		exports, err := autoExports(cfg, goToolFor(args[0]), "")
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		for path, file := range exports {
+			fmt.Fprintf(&b, "packagefile %s=%s\n", path, file)
+		}
+		extra = []byte(b.String())
+	} else if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	have := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "packagefile "); ok {
+			path, _, _ := strings.Cut(rest, "=")
+			have[path] = true
+		}
+	}
+	var b bytes.Buffer
+	b.Write(data)
+	b.WriteByte('\n')
+	for _, line := range strings.Split(string(extra), "\n") {
+		path, _, ok := strings.Cut(strings.TrimPrefix(line, "packagefile "), "=")
+		if ok && !have[path] {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	tmp, err := os.MkdirTemp("", "matrixexec-link-")
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	newCfg := filepath.Join(tmp, "importcfg.link")
+	if err := os.WriteFile(newCfg, b.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	for i, a := range args {
+		if a == "-importcfg" && i+1 < len(args) {
+			args[i+1] = newCfg
+		} else if strings.HasPrefix(a, "-importcfg=") {
+			args[i] = "-importcfg=" + newCfg
+		}
+	}
+	args, err = toolArgs(args, tmp)
+	if err != nil {
+		return err
+	}
+	return runTool(args, stdin, stdout, stderr)
+}

@@ -1,0 +1,356 @@
+package tracer
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/tracer/analysis"
+)
+
+// EvilMethodTracerName is the name of the slow-call tracer.
+const EvilMethodTracerName = "EvilMethodTracer"
+
+// Frame is one line of a slow call's stack with the function's name and
+// position, so that a report is readable without the mapping file.
+type Frame struct {
+	// Depth, ID, Count and Cost are the report line "depth,id,count,cost".
+	Depth int    `json:"depth"`
+	ID    uint32 `json:"id"`
+	Count int    `json:"count"`
+	Cost  int64  `json:"cost"`
+	// Func is the function as "import/path.Name" ("DISPATCH" for the
+	// dispatch itself), or "" when the binary does not know the id.
+	Func string `json:"func"`
+	// File and Line are where the function is declared, when known.
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// EvilMethodTracer is the slow-call tracer, Matrix's EvilMethodTracer. It
+// observes every dispatch (beat.Observer); one that took at least the
+// threshold is reported as an issue tagged TagEvilMethod, detail
+// DetailNormal, with content:
+//
+//	detail     "NORMAL"
+//	cost       reported cost in ms (max of the wall time and the costliest frame)
+//	stack      the trimmed call tree, one line "depth,id,count,cost\n" per frame
+//	stackKey   "<id>|" of the function that best explains the cost ("" if no stack)
+//	frames     the stack lines as objects {depth,id,count,cost,func,file,line}
+//	scene      the dispatch's scene (route pattern, …), else its name
+//	name       the name the dispatch was begun with
+//	kind       where it came from: custom, http, test, benchmark, frame
+//	threadId   the dispatching goroutine's id (Matrix's field name)
+//	goroutine  the same id
+//	recorded   false when the dispatch has no call tree; note then says why
+//	cpu        process CPU time used during the dispatch, ms (unix only)
+//	usage      cpu / wall time as a percentage, "37.50%" (unix only)
+//
+// Go has no per-goroutine CPU clock: cpu and usage are process-wide
+// (getrusage RUSAGE_SELF), so other goroutines' work during the dispatch
+// counts too, and usage can exceed 100%. Reports never contain request data
+// (no URL, header or argument): only function ids and names, durations and
+// the scene.
+//
+// Cost: DispatchBegin reads the process CPU time (one getrusage call).
+// DispatchEnd of a dispatch under the threshold is the comparison plus
+// releasing that reading; neither allocates. A slow dispatch's records are
+// copied on the dispatching goroutine (into a pooled buffer) and analysed on
+// the tracer's own goroutine. At most the backlog's worth of slow
+// dispatches wait for analysis; more are dropped and counted (Dropped).
+type EvilMethodTracer struct {
+	threshold atomic.Int64 // ns
+	jobs      chan *evilJob
+	dropped   atomic.Uint64
+	cpu       cpuTable
+
+	mu   sync.Mutex
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewEvilMethodTracer returns a slow-call tracer reporting dispatches that
+// take threshold or longer (DefaultEvilThreshold if threshold <= 0), with up
+// to backlog slow dispatches waiting for analysis (DefaultAnalysisBacklog if
+// backlog <= 0).
+func NewEvilMethodTracer(threshold time.Duration, backlog int) *EvilMethodTracer {
+	if backlog <= 0 {
+		backlog = DefaultAnalysisBacklog
+	}
+	t := &EvilMethodTracer{jobs: make(chan *evilJob, backlog)}
+	t.SetThreshold(threshold)
+	return t
+}
+
+// Name returns EvilMethodTracerName.
+func (t *EvilMethodTracer) Name() string { return EvilMethodTracerName }
+
+// SetThreshold changes the threshold at run time (DefaultEvilThreshold if
+// threshold <= 0).
+func (t *EvilMethodTracer) SetThreshold(threshold time.Duration) {
+	if threshold <= 0 {
+		threshold = DefaultEvilThreshold
+	}
+	t.threshold.Store(int64(threshold))
+}
+
+// Threshold returns the current threshold.
+func (t *EvilMethodTracer) Threshold() time.Duration { return time.Duration(t.threshold.Load()) }
+
+// Dropped returns the number of slow dispatches not analysed because the
+// backlog was full.
+func (t *EvilMethodTracer) Dropped() uint64 { return t.dropped.Load() }
+
+// Start starts the analysis goroutine, which reports to r. Starting a
+// started tracer does nothing.
+func (t *EvilMethodTracer) Start(r Reporter) error {
+	if r == nil {
+		return errors.New("tracer: EvilMethodTracer started without a reporter")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stop != nil {
+		return nil
+	}
+	t.cpu.reset()
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	go t.run(r, t.stop, t.done)
+	return nil
+}
+
+// Stop analyses and reports the slow dispatches still waiting, then stops
+// the analysis goroutine and waits for it.
+func (t *EvilMethodTracer) Stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stop == nil {
+		return
+	}
+	close(t.stop)
+	<-t.done
+	t.stop, t.done = nil, nil
+}
+
+// DispatchBegin notes the process CPU time at the start of d.
+func (t *EvilMethodTracer) DispatchBegin(d *beat.Dispatch) {
+	if !cpuSupported {
+		return
+	}
+	if goid := d.Goid(); goid != 0 {
+		if ns, ok := processCPU(); ok {
+			t.cpu.put(goid, ns)
+		}
+	}
+}
+
+// DispatchEnd hands d to the analysis goroutine if it took at least the
+// threshold. It runs on the dispatching goroutine, where the copy of the
+// records is exact.
+func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
+	cost := d.Cost()
+	if cost < time.Duration(t.threshold.Load()) {
+		if cpuSupported {
+			t.cpu.release(d.Goid())
+		}
+		return
+	}
+	t.slow(d, cost)
+}
+
+// evilJob is what the analysis goroutine needs of one slow dispatch.
+type evilJob struct {
+	recs     []uint64
+	recorded bool // the dispatch had a buffer
+	name     string
+	scene    string
+	kind     beat.Kind
+	goid     uint64
+	cost     time.Duration
+	endMs    uint64
+	end      time.Time
+	cpuNs    int64
+	hasCPU   bool
+}
+
+var jobPool = sync.Pool{New: func() any { return new(evilJob) }}
+
+func putJob(j *evilJob) {
+	recs := j.recs[:0]
+	*j = evilJob{recs: recs}
+	jobPool.Put(j)
+}
+
+func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration) {
+	j := jobPool.Get().(*evilJob)
+	if begin, ok := t.cpu.take(d.Goid()); ok {
+		if now, ok := processCPU(); ok && now >= begin {
+			j.cpuNs, j.hasCPU = now-begin, true
+		}
+	}
+	j.recs = d.Records(j.recs[:0])
+	j.recorded = d.Recorded()
+	j.name, j.scene, j.kind, j.goid = d.Name(), d.Scene(), d.Kind(), d.Goid()
+	j.cost, j.endMs, j.end = cost, d.EndMs(), d.Start().Add(cost)
+	select {
+	case t.jobs <- j:
+	default:
+		t.dropped.Add(1)
+		putJob(j)
+	}
+}
+
+func (t *EvilMethodTracer) run(r Reporter, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	var recs []analysis.Record
+	handle := func(j *evilJob) {
+		recs = recs[:0]
+		for _, v := range j.recs {
+			recs = append(recs, analysis.Record(v))
+		}
+		is := evilIssue(j, recs)
+		putJob(j)
+		r.Report(is)
+	}
+	for {
+		select {
+		case j := <-t.jobs:
+			handle(j)
+		case <-stop:
+			for {
+				select {
+				case j := <-t.jobs:
+					handle(j)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// Notes of a slow call without a call tree.
+const (
+	noteNoBuffer = "no call tree: every recording buffer was in use when the dispatch began (raise MATRIX_MAX_BUFFERS)"
+	noteWrapped  = "no call tree: the dispatch made more calls than its buffer holds and its oldest records were overwritten (raise MATRIX_BUFFER_SIZE)"
+)
+
+// evilIssue analyses the records of one slow dispatch (strict mode, open
+// methods closed at the dispatch's end) and builds its issue.
+func evilIssue(j *evilJob, recs []analysis.Record) Issue {
+	costMs := j.cost.Milliseconds()
+	note := ""
+	switch {
+	case !j.recorded:
+		note = noteNoBuffer
+	case len(recs) == 0:
+		note = noteWrapped
+	}
+	res := analysis.Analyze(recs, analysis.Strict, j.endMs, costMs)
+	frames := make([]Frame, len(res.Items))
+	for i, it := range res.Items {
+		f := Frame{Depth: it.Depth, ID: it.ID, Count: it.Count, Cost: it.Cost}
+		if fn, ok := beat.Lookup(it.ID); ok {
+			f.Func, f.File, f.Line = fn.String(), fn.File, fn.Line
+		}
+		frames[i] = f
+	}
+	scene := j.scene
+	if scene == "" {
+		scene = j.name
+	}
+	content := map[string]any{
+		"detail":    DetailNormal,
+		"cost":      res.Cost,
+		"stack":     res.Stack,
+		"stackKey":  res.Key,
+		"frames":    frames,
+		"scene":     scene,
+		"name":      j.name,
+		"kind":      j.kind.String(),
+		"threadId":  j.goid,
+		"goroutine": j.goid,
+		"recorded":  note == "",
+	}
+	if note != "" {
+		content["note"] = note
+	}
+	if j.hasCPU {
+		content["cpu"] = j.cpuNs / int64(time.Millisecond)
+		if j.cost > 0 {
+			content["usage"] = strconv.FormatFloat(100*float64(j.cpuNs)/float64(j.cost), 'f', 2, 64) + "%"
+		}
+	}
+	return NewIssue(TagEvilMethod, res.Key, j.end, content)
+}
+
+// cpuTable holds the process CPU time at DispatchBegin of the dispatches in
+// progress, keyed by goroutine id, without locks or allocation: a slot is
+// owned by one goroutine from DispatchBegin (put) to DispatchEnd (take or
+// release). A dispatch that finds no free slot among its probes, or whose
+// DispatchBegin the tracer did not see, is reported without cpu.
+type cpuTable [cpuSlots]cpuSlot
+
+const (
+	cpuSlots  = 1024 // a power of two
+	cpuProbes = 8
+)
+
+type cpuSlot struct {
+	goid atomic.Uint64 // owner; 0 when free
+	ns   atomic.Int64
+}
+
+func cpuIndex(goid uint64) uint64 { return (goid * 0x9E3779B97F4A7C15) >> 54 } // top 10 bits
+
+func (t *cpuTable) put(goid uint64, ns int64) {
+	h := cpuIndex(goid)
+	for i := uint64(0); i < cpuProbes; i++ {
+		s := &t[(h+i)&(cpuSlots-1)]
+		if s.goid.CompareAndSwap(0, goid) {
+			s.ns.Store(ns)
+			return
+		}
+	}
+}
+
+func (t *cpuTable) find(goid uint64) *cpuSlot {
+	if goid == 0 {
+		return nil
+	}
+	h := cpuIndex(goid)
+	for i := uint64(0); i < cpuProbes; i++ {
+		if s := &t[(h+i)&(cpuSlots-1)]; s.goid.Load() == goid {
+			return s
+		}
+	}
+	return nil
+}
+
+// take returns goid's reading and frees its slot.
+func (t *cpuTable) take(goid uint64) (int64, bool) {
+	s := t.find(goid)
+	if s == nil {
+		return 0, false
+	}
+	ns := s.ns.Load()
+	s.goid.Store(0)
+	return ns, true
+}
+
+// release frees goid's slot.
+func (t *cpuTable) release(goid uint64) {
+	if s := t.find(goid); s != nil {
+		s.goid.Store(0)
+	}
+}
+
+// reset frees every slot (left owned by dispatches that began while the
+// tracer was registered and ended after it was not).
+func (t *cpuTable) reset() {
+	for i := range t {
+		t[i].goid.Store(0)
+	}
+}

@@ -1,0 +1,65 @@
+// Package httptrace makes each request a net/http server handles a beat
+// dispatch, so that slow requests are reported by the tracers with their
+// call trees, under the request's route pattern as the scene.
+//
+// In a binary not built with -toolexec=matrixexec, or while the recorder is
+// stopped, the middleware only calls the next handler.
+package httptrace
+
+import (
+	"net/http"
+
+	"github.com/matrixgo/matrix/beat"
+)
+
+// DispatchName is the name of the dispatches the middleware begins.
+const DispatchName = "http"
+
+// Middleware runs each request as a dispatch (kind beat.KindHTTP, name
+// "http"). When next returns, the dispatch's scene becomes the route
+// pattern the request matched (Request.Pattern, which net/http's ServeMux
+// sets, Go 1.23+), or the request method alone when there is none, unless
+// the handler named the scene itself (Scene). The scene never holds the
+// raw path or query: reports carry no request data.
+//
+// A request already inside a dispatch (nested middleware, or the automatic
+// net/http hook of an instrumented standard library) joins it.
+//
+// The pattern is read from the request next was given: a ServeMux reached
+// through another middleware that replaced the request (WithContext) sets
+// the pattern on the replacement, and the scene is then the method.
+func Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := beat.Begin(beat.KindHTTP, DispatchName)
+		if d == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		before := d.Scene()
+		defer end(d, r, before)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// end names the scene, unless it changed while the handler ran, and ends
+// the dispatch (also when the handler panicked).
+func end(d *beat.Dispatch, r *http.Request, before string) {
+	if d.Scene() == before {
+		if r.Pattern != "" {
+			d.SetScene(r.Pattern)
+		} else {
+			d.SetScene(r.Method)
+		}
+	}
+	d.End()
+}
+
+// Scene names the scene of the request r that the calling goroutine is
+// serving, instead of the route pattern (for example "checkout" for a
+// handler that serves several routes). It must be called on the goroutine
+// that serves r, inside the middleware; elsewhere it does nothing. Do not
+// put request data (ids, paths, queries) in a scene.
+func Scene(r *http.Request, name string) {
+	_ = r // the dispatch is the goroutine's; r documents which request
+	beat.Current().SetScene(name)
+}

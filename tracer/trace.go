@@ -1,0 +1,339 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/matrixgo/matrix/beat"
+	"github.com/rs/zerolog"
+)
+
+// TracePluginTag is the tag of the TracePlugin.
+const TracePluginTag = "Trace"
+
+// DefaultEvilThreshold is the slow-call threshold (Matrix's
+// Constants.DEFAULT_EVIL_METHOD_THRESHOLD_MS).
+const DefaultEvilThreshold = 700 * time.Millisecond
+
+// DefaultAnalysisBacklog is the number of slow dispatches whose records
+// wait for analysis before more are dropped.
+const DefaultAnalysisBacklog = 64
+
+// TraceConfig configures a TracePlugin. The zero value has every tracer
+// off; DefaultTraceConfig turns on the default ones. Zero sizes and
+// durations mean their defaults.
+type TraceConfig struct {
+	// EvilMethod turns on the slow-call tracer (EvilMethodTracer).
+	EvilMethod bool
+	// EvilThreshold is the dispatch wall time from which a dispatch is
+	// reported as a slow call. Default DefaultEvilThreshold (700 ms).
+	EvilThreshold time.Duration
+	// AnalysisBacklog bounds the slow dispatches waiting for analysis
+	// (each holds a copy of its records). Default DefaultAnalysisBacklog.
+	AnalysisBacklog int
+
+	// Beat sizes the recorder.
+	Beat beat.Config
+	// QueueSize is the capacity of the queue between the application
+	// and the listeners. Default DefaultQueueSize (256).
+	QueueSize int
+	// StopTimeout bounds how long Stop waits for the listeners to take
+	// the issues still queued. Default DefaultStopTimeout.
+	StopTimeout time.Duration
+	// Logger, if set, receives the plugin's own diagnostics (a listener
+	// that panicked, issues dropped at Stop).
+	Logger *zerolog.Logger
+
+	// Tracers are more tracers to run, after the built-in ones.
+	Tracers []Tracer
+}
+
+// DefaultTraceConfig returns Matrix's defaults: the slow-call tracer on
+// with a 700 ms threshold.
+func DefaultTraceConfig() TraceConfig {
+	return TraceConfig{
+		EvilMethod:      true,
+		EvilThreshold:   DefaultEvilThreshold,
+		AnalysisBacklog: DefaultAnalysisBacklog,
+		Beat:            beat.Config{BufferSize: beat.DefaultBufferSize, MaxBuffers: beat.DefaultMaxBuffers},
+		QueueSize:       DefaultQueueSize,
+		StopTimeout:     DefaultStopTimeout,
+	}
+}
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvEvilThresholdMs = "MATRIX_EVIL_THRESHOLD_MS" // slow-call threshold in ms
+	EnvBufferSize      = "MATRIX_BUFFER_SIZE"       // records per recording buffer
+	EnvMaxBuffers      = "MATRIX_MAX_BUFFERS"       // dispatches recorded at once
+	EnvQueueSize       = "MATRIX_QUEUE_SIZE"        // issues queued for the listeners
+	EnvEvilMethod      = "MATRIX_EVIL_METHOD"       // on/off
+)
+
+// Upper bounds of the values ConfigFromEnv accepts.
+const (
+	maxEnvThresholdMs = 24 * 60 * 60 * 1000
+	maxEnvBufferSize  = 1 << 24 // 128 MiB per buffer
+	maxEnvMaxBuffers  = 1 << 12
+	maxEnvQueueSize   = 1 << 20
+)
+
+// ConfigFromEnv returns DefaultTraceConfig changed by the environment
+// variables that are set (getenv is os.Getenv, or a stub in tests):
+//
+//	MATRIX_EVIL_THRESHOLD_MS  slow-call threshold in ms (1..86400000)
+//	MATRIX_BUFFER_SIZE        records per recording buffer (1..16777216)
+//	MATRIX_MAX_BUFFERS        dispatches recorded at once (1..4096)
+//	MATRIX_QUEUE_SIZE         issues queued for the listeners (1..1048576)
+//	MATRIX_EVIL_METHOD        slow-call tracer on or off (on/off, true/false, 1/0)
+//
+// Every bad value is reported, each naming its variable.
+func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
+	cfg := DefaultTraceConfig()
+	var errs []error
+	intVar := func(name string, lo, hi int, dst *int) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
+			return
+		}
+		if n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("tracer: %s=%q: out of range %d..%d", name, v, lo, hi))
+			return
+		}
+		*dst = n
+	}
+	thresholdMs := int(cfg.EvilThreshold / time.Millisecond)
+	intVar(EnvEvilThresholdMs, 1, maxEnvThresholdMs, &thresholdMs)
+	cfg.EvilThreshold = time.Duration(thresholdMs) * time.Millisecond
+	intVar(EnvBufferSize, 1, maxEnvBufferSize, &cfg.Beat.BufferSize)
+	intVar(EnvMaxBuffers, 1, maxEnvMaxBuffers, &cfg.Beat.MaxBuffers)
+	intVar(EnvQueueSize, 1, maxEnvQueueSize, &cfg.QueueSize)
+	if v := strings.TrimSpace(getenv(EnvEvilMethod)); v != "" {
+		switch strings.ToLower(v) {
+		case "on", "true", "1", "yes":
+			cfg.EvilMethod = true
+		case "off", "false", "0", "no":
+			cfg.EvilMethod = false
+		default:
+			errs = append(errs, fmt.Errorf("tracer: %s=%q: want on or off", EnvEvilMethod, v))
+		}
+	}
+	if len(errs) > 0 {
+		return cfg, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+// Tracer is one monitor run by the TracePlugin (Matrix's Tracer). Start
+// gives it the reporter its issues go to; Stop must wait for the
+// goroutines it started. A tracer that also implements beat.Observer is
+// registered as an observer of every dispatch while the plugin runs (after
+// Start, and unregistered before Stop).
+type Tracer interface {
+	// Name names the tracer, for example "EvilMethodTracer".
+	Name() string
+	Start(r Reporter) error
+	Stop()
+}
+
+// TracePlugin is Matrix's TracePlugin: it runs the recorder and the
+// tracers, and delivers their issues to the listeners.
+type TracePlugin struct {
+	cfg     TraceConfig
+	tracers []Tracer
+	q       *queue
+
+	mu      sync.Mutex
+	inited  bool
+	started bool
+	ownBeat bool // Start started the recorder, so Stop stops it
+}
+
+// NewTracePlugin returns a TracePlugin configured by cfg. Invalid values
+// are reported by Init.
+func NewTracePlugin(cfg TraceConfig) *TracePlugin {
+	if cfg.EvilThreshold == 0 {
+		cfg.EvilThreshold = DefaultEvilThreshold
+	}
+	if cfg.AnalysisBacklog == 0 {
+		cfg.AnalysisBacklog = DefaultAnalysisBacklog
+	}
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	p := &TracePlugin{cfg: cfg, q: newQueue(cfg.QueueSize, cfg.Logger)}
+	if cfg.EvilMethod {
+		p.tracers = append(p.tracers, NewEvilMethodTracer(cfg.EvilThreshold, cfg.AnalysisBacklog))
+	}
+	p.tracers = append(p.tracers, cfg.Tracers...)
+	return p
+}
+
+// Tag returns TracePluginTag.
+func (p *TracePlugin) Tag() string { return TracePluginTag }
+
+// AddListener adds a listener for every later issue.
+func (p *TracePlugin) AddListener(l Listener) { p.q.addListener(l) }
+
+// Init checks the configuration. It is idempotent; Start calls it.
+func (p *TracePlugin) Init() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.initLocked()
+}
+
+func (p *TracePlugin) initLocked() error {
+	if p.inited {
+		return nil
+	}
+	c := p.cfg
+	var errs []error
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf("tracer: "+format, args...))
+		}
+	}
+	check(c.EvilThreshold < 0, "negative EvilThreshold %v", c.EvilThreshold)
+	check(c.AnalysisBacklog < 0, "negative AnalysisBacklog %d", c.AnalysisBacklog)
+	check(c.QueueSize < 0, "negative QueueSize %d", c.QueueSize)
+	check(c.StopTimeout < 0, "negative StopTimeout %v", c.StopTimeout)
+	check(c.Beat.BufferSize < 0, "negative Beat.BufferSize %d", c.Beat.BufferSize)
+	check(c.Beat.MaxBuffers < 0, "negative Beat.MaxBuffers %d", c.Beat.MaxBuffers)
+	for i, t := range p.tracers {
+		check(t == nil, "tracer %d is nil", i)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	p.inited = true
+	return nil
+}
+
+// Start initialises the plugin if needed, starts the recorder
+// (beat.Start(cfg.Beat); if it already runs, it is left as it is and Stop
+// will not stop it), the delivery goroutine and the tracers, and registers
+// the tracers that are beat.Observers. Starting a started plugin does
+// nothing. In a binary not built with -toolexec=matrixexec it returns an
+// error wrapping beat.ErrNotInstrumented and starts nothing.
+func (p *TracePlugin) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return nil
+	}
+	if err := p.initLocked(); err != nil {
+		return err
+	}
+	if !beat.Linked() {
+		return fmt.Errorf("tracer: Trace plugin not started, the program is not instrumented (build it with go build -toolexec=matrixexec): %w", beat.ErrNotInstrumented)
+	}
+	wasRunning := beat.Started()
+	if err := beat.Start(p.cfg.Beat); err != nil {
+		return fmt.Errorf("tracer: Trace plugin not started: %w", err)
+	}
+	p.ownBeat = !wasRunning
+	p.q.start()
+	for i, t := range p.tracers {
+		if err := t.Start(p); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				p.tracers[j].Stop()
+			}
+			p.stopShared()
+			return fmt.Errorf("tracer: start %s: %w", t.Name(), err)
+		}
+	}
+	for _, t := range p.tracers {
+		if o, ok := t.(beat.Observer); ok {
+			beat.AddObserver(o)
+		}
+	}
+	p.started = true
+	return nil
+}
+
+// Stop unregisters the tracers, stops them, stops the recorder if Start
+// started it, and lets the listeners take the issues still queued (waiting
+// at most StopTimeout) before the delivery goroutine exits. Stopping a
+// stopped plugin does nothing.
+func (p *TracePlugin) Stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.started {
+		return
+	}
+	for _, t := range p.tracers {
+		if o, ok := t.(beat.Observer); ok {
+			beat.RemoveObserver(o)
+		}
+	}
+	for i := len(p.tracers) - 1; i >= 0; i-- {
+		p.tracers[i].Stop()
+	}
+	p.stopShared()
+	p.started = false
+}
+
+// stopShared stops the recorder if this plugin started it, then delivery.
+func (p *TracePlugin) stopShared() {
+	if p.ownBeat {
+		beat.Stop()
+		p.ownBeat = false
+	}
+	p.q.stopDelivery(p.cfg.StopTimeout)
+}
+
+// Started reports whether the plugin runs.
+func (p *TracePlugin) Started() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
+}
+
+// Report queues an issue for the listeners; it never blocks. It returns
+// false, and counts the issue in Dropped, when the queue is full or the
+// plugin is not running. Tracers report through it; so may the program.
+func (p *TracePlugin) Report(is Issue) bool { return p.q.report(is) }
+
+// Dropped returns the number of issues lost so far: dropped by a full
+// queue (or reported while the plugin was stopped), and slow dispatches a
+// tracer could not analyse because its backlog was full.
+func (p *TracePlugin) Dropped() uint64 {
+	n := p.q.dropped.Load()
+	for _, t := range p.tracers {
+		if d, ok := t.(interface{ Dropped() uint64 }); ok {
+			n += d.Dropped()
+		}
+	}
+	return n
+}
+
+// ListenerPanics returns the number of listener calls that panicked.
+func (p *TracePlugin) ListenerPanics() uint64 { return p.q.panics.Load() }
+
+// Tracers returns the plugin's tracers, built-in ones first.
+func (p *TracePlugin) Tracers() []Tracer { return append([]Tracer(nil), p.tracers...) }
+
+// Tracer returns the tracer with the given name, or nil.
+func (p *TracePlugin) Tracer(name string) Tracer {
+	for _, t := range p.tracers {
+		if t != nil && t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Config returns the plugin's configuration, defaults applied.
+func (p *TracePlugin) Config() TraceConfig { return p.cfg }
