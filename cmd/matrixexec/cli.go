@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/matrixgo/matrix/beat"
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/matrixgo/matrix/tracer/analysis"
 )
@@ -81,8 +82,8 @@ func analyze(args []string, stdin io.Reader, stdout io.Writer) error {
 	return err
 }
 
-// dumpMagic starts a raw buffer dump written by the recorder (beat.Dump).
-var dumpMagic = []byte("MTXBEAT1")
+// dumpMagic starts a raw buffer dump written by the recorder (beat.WriteDump).
+var dumpMagic = []byte(beat.DumpMagic)
 
 // parseRecords accepts the text event format or a raw dump.
 func parseRecords(data []byte) ([]analysis.Record, error) {

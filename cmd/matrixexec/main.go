@@ -9,6 +9,7 @@
 // As a command it works on what instrumented programs report:
 //
 //	matrixexec version
+//	matrixexec show [-map FILE] [REPORT]
 //	matrixexec retrace [-map FILE] [REPORT]
 //	matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
 //
@@ -84,6 +85,8 @@ func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return retrace(cfg, args[1:], stdin, stdout)
 	case "analyze":
 		return analyze(args[1:], stdin, stdout)
+	case "show":
+		return show(cfg, args[1:], stdin, stdout)
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("unknown option %q (see matrixexec help)", args[0])
@@ -95,6 +98,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   go build -toolexec="matrixexec [flags]" ...   instrument a build
   matrixexec version                            print the version
+  matrixexec show [-map FILE] [REPORT]          print reports as call trees with names
   matrixexec retrace [-map FILE] [REPORT]       turn ids in a report into names
   matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
                                                 analyse recorded events

@@ -124,8 +124,9 @@ var buildFlagArity = map[string]bool{
 // parentBuildFlags returns the build flags of the go command that runs us
 // (our parent process), as far as the OS lets us see them. GOFLAGS and
 // the GOOS/GOARCH/CGO environment reach the nested build by inheritance.
-func parentBuildFlags() []string {
-	args := parentArgs()
+func parentBuildFlags() []string { return filterBuildFlags(parentArgs()) }
+
+func filterBuildFlags(args []string) []string {
 	if len(args) < 2 {
 		return nil
 	}

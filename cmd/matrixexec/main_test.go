@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/tracer/analysis"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"matrixexec": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the command-line scripts in testdata/script.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", Cmds: map[string]func(*testscript.TestScript, bool, []string){
+		"mkdump": cmdMkdump,
+	}})
+}
+
+// mkdump FILE EVENT... writes a raw buffer dump of events "i:ID:MS" or
+// "o:ID:MS" (ID may be D) with beat.WriteDump.
+func cmdMkdump(ts *testscript.TestScript, neg bool, args []string) {
+	var recs []uint64
+	for _, ev := range args[1:] {
+		f := strings.Split(ev, ":")
+		id := uint64(analysis.Dispatch)
+		if f[1] != "D" {
+			n, err := strconv.ParseUint(f[1], 10, 32)
+			ts.Check(err)
+			id = n
+		}
+		ms, err := strconv.ParseUint(f[2], 10, 64)
+		ts.Check(err)
+		recs = append(recs, uint64(analysis.MakeRecord(f[0] == "i", uint32(id), ms)))
+	}
+	var b bytes.Buffer
+	ts.Check(beat.WriteDump(&b, recs))
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644))
+}
+
+func TestResponseFiles(t *testing.T) {
+	dir := t.TempDir()
+	rsp := filepath.Join(dir, "args")
+	if err := os.WriteFile(rsp, []byte("-p\nexample.com/x\nline\\nbreak\nback\\\\slash\n/abs/a.go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := expandArgs([]string{"/tool/compile", "@" + rsp, "/abs/b.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/tool/compile", "-p", "example.com/x", "line\nbreak", `back\slash`, "/abs/a.go", "/abs/b.go"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("expandArgs = %q, want %q", got, want)
+	}
+	// Long argument lists go back into a response file that decodes the same.
+	long := []string{"/tool/compile"}
+	for i := 0; i < 5000; i++ {
+		long = append(long, filepath.Join("/very/long/path/to/a/package", "file_with_a_long_name.go"))
+	}
+	long = append(long, "tricky\nname.go")
+	packed, err := toolArgs(long, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packed) != 2 || packed[1][0] != '@' {
+		t.Fatalf("long args not packed: %d args", len(packed))
+	}
+	back, err := expandArgs(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, long) {
+		t.Fatal("response file round trip changed the arguments")
+	}
+}
+
+func TestParentBuildFlags(t *testing.T) {
+	got := filterBuildFlags([]string{"go", "test", "-v", "-race", "-run", "X", "-tags", "a,b", "-gcflags=all=-N -l", "-pgo=auto", "-count=1", "./...", "-toolexec", "matrixexec -map m"})
+	want := []string{"-race", "-tags=a,b", "-gcflags=all=-N -l", "-toolexec=matrixexec -map m"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("build flags = %q, want %q", got, want)
+	}
+}
