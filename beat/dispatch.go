@@ -44,8 +44,8 @@ var dispatchPool = sync.Pool{New: func() any { return new(Dispatch) }}
 
 // Begin starts a dispatch on the calling goroutine. It returns nil when the
 // recorder is not running. A Begin on a goroutine that is already inside a
-// dispatch joins it: the outer dispatch goes on, with the new name as its
-// scene if it had none, and the matching End only leaves the inner level.
+// dispatch joins it: the outer dispatch goes on unchanged (name the scene
+// with SetScene), and the matching End only leaves the inner level.
 func Begin(kind Kind, name string) *Dispatch {
 	r := cur.Load()
 	if r == nil {
@@ -53,9 +53,6 @@ func Begin(kind Kind, name string) *Dispatch {
 	}
 	if d := Current(); d != nil {
 		d.depth++
-		if d.Scene() == "" && name != "" {
-			d.SetScene(name)
-		}
 		return d
 	}
 	d := dispatchPool.Get().(*Dispatch)

@@ -49,23 +49,29 @@ type Frame struct {
 //	cpu        process CPU time used during the dispatch, ms (unix only)
 //	usage      cpu / wall time as a percentage, "37.50%" (unix only)
 //
-// Go has no per-goroutine CPU clock: cpu and usage are process-wide
-// (getrusage RUSAGE_SELF), so other goroutines' work during the dispatch
-// counts too, and usage can exceed 100%. Reports never contain request data
-// (no URL, header or argument): only function ids and names, durations and
-// the scene.
+// Go has no per-goroutine CPU clock (a goroutine moves between threads):
+// cpu and usage are process-wide (getrusage RUSAGE_SELF), so other
+// goroutines' work during the dispatch counts too, and usage can exceed
+// 100%. The reading at the start may be shared with other dispatches that
+// began within 1% of the threshold of it (a reading is a syscall, ten
+// times the cost of the rest of a dispatch); cpu and usage then cover that
+// slightly different interval, consistently. Reports never contain request
+// data (no URL, header or argument): only function ids and names,
+// durations and the scene.
 //
-// Cost: DispatchBegin reads the process CPU time (one getrusage call).
-// DispatchEnd of a dispatch under the threshold is the comparison plus
-// releasing that reading; neither allocates. A slow dispatch's records are
-// copied on the dispatching goroutine (into a pooled buffer) and analysed on
-// the tracer's own goroutine. At most the backlog's worth of slow
-// dispatches wait for analysis; more are dropped and counted (Dropped).
+// Cost: DispatchBegin takes the cached CPU reading (a syscall at most once
+// per 1% of the threshold). DispatchEnd of a dispatch under the threshold is
+// the comparison plus releasing that reading; neither allocates. A slow
+// dispatch's records are copied on the dispatching goroutine (into a pooled
+// buffer) and analysed on the tracer's own goroutine. At most the backlog's
+// worth of slow dispatches wait for analysis; more are dropped and counted
+// (Dropped).
 type EvilMethodTracer struct {
 	threshold atomic.Int64 // ns
 	jobs      chan *evilJob
 	dropped   atomic.Uint64
 	cpu       cpuTable
+	clock     cpuClock
 
 	mu   sync.Mutex
 	stop chan struct{}
@@ -140,8 +146,8 @@ func (t *EvilMethodTracer) DispatchBegin(d *beat.Dispatch) {
 		return
 	}
 	if goid := d.Goid(); goid != 0 {
-		if ns, ok := processCPU(); ok {
-			t.cpu.put(goid, ns)
+		if r, ok := t.clock.read(d.Start().Sub(cpuBase), cpuMaxAge(t.Threshold())); ok {
+			t.cpu.put(goid, r)
 		}
 	}
 }
@@ -171,7 +177,8 @@ type evilJob struct {
 	cost     time.Duration
 	endMs    uint64
 	end      time.Time
-	cpuNs    int64
+	cpuNs    int64         // process CPU time
+	cpuWall  time.Duration // over this wall time
 	hasCPU   bool
 }
 
@@ -186,8 +193,8 @@ func putJob(j *evilJob) {
 func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration) {
 	j := jobPool.Get().(*evilJob)
 	if begin, ok := t.cpu.take(d.Goid()); ok {
-		if now, ok := processCPU(); ok && now >= begin {
-			j.cpuNs, j.hasCPU = now-begin, true
+		if end, ok := t.clock.refresh(); ok && end.ns >= begin.ns && end.at > begin.at {
+			j.cpuNs, j.cpuWall, j.hasCPU = end.ns-begin.ns, end.at-begin.at, true
 		}
 	}
 	j.recs = d.Records(j.recs[:0])
@@ -279,78 +286,9 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 	}
 	if j.hasCPU {
 		content["cpu"] = j.cpuNs / int64(time.Millisecond)
-		if j.cost > 0 {
-			content["usage"] = strconv.FormatFloat(100*float64(j.cpuNs)/float64(j.cost), 'f', 2, 64) + "%"
+		if j.cpuWall > 0 {
+			content["usage"] = strconv.FormatFloat(100*float64(j.cpuNs)/float64(j.cpuWall), 'f', 2, 64) + "%"
 		}
 	}
 	return NewIssue(TagEvilMethod, res.Key, j.end, content)
-}
-
-// cpuTable holds the process CPU time at DispatchBegin of the dispatches in
-// progress, keyed by goroutine id, without locks or allocation: a slot is
-// owned by one goroutine from DispatchBegin (put) to DispatchEnd (take or
-// release). A dispatch that finds no free slot among its probes, or whose
-// DispatchBegin the tracer did not see, is reported without cpu.
-type cpuTable [cpuSlots]cpuSlot
-
-const (
-	cpuSlots  = 1024 // a power of two
-	cpuProbes = 8
-)
-
-type cpuSlot struct {
-	goid atomic.Uint64 // owner; 0 when free
-	ns   atomic.Int64
-}
-
-func cpuIndex(goid uint64) uint64 { return (goid * 0x9E3779B97F4A7C15) >> 54 } // top 10 bits
-
-func (t *cpuTable) put(goid uint64, ns int64) {
-	h := cpuIndex(goid)
-	for i := uint64(0); i < cpuProbes; i++ {
-		s := &t[(h+i)&(cpuSlots-1)]
-		if s.goid.CompareAndSwap(0, goid) {
-			s.ns.Store(ns)
-			return
-		}
-	}
-}
-
-func (t *cpuTable) find(goid uint64) *cpuSlot {
-	if goid == 0 {
-		return nil
-	}
-	h := cpuIndex(goid)
-	for i := uint64(0); i < cpuProbes; i++ {
-		if s := &t[(h+i)&(cpuSlots-1)]; s.goid.Load() == goid {
-			return s
-		}
-	}
-	return nil
-}
-
-// take returns goid's reading and frees its slot.
-func (t *cpuTable) take(goid uint64) (int64, bool) {
-	s := t.find(goid)
-	if s == nil {
-		return 0, false
-	}
-	ns := s.ns.Load()
-	s.goid.Store(0)
-	return ns, true
-}
-
-// release frees goid's slot.
-func (t *cpuTable) release(goid uint64) {
-	if s := t.find(goid); s != nil {
-		s.goid.Store(0)
-	}
-}
-
-// reset frees every slot (left owned by dispatches that began while the
-// tracer was registered and ended after it was not).
-func (t *cpuTable) reset() {
-	for i := range t {
-		t[i].goid.Store(0)
-	}
 }

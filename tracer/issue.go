@@ -120,8 +120,13 @@ var processName = sync.OnceValue(func() string {
 // Listener receives issues, Matrix's PluginListener.onReportIssue. It is
 // called from the delivery goroutine of the plugin, one issue at a time; a
 // slow listener delays later issues (and the queue drops what does not
-// fit), a listener that panics is recovered and counted.
+// fit), a listener that panics is recovered and counted. A listener must
+// not stop the plugin that calls it (Stop would wait for it until
+// StopTimeout). If it is still busy when Stop gives up waiting, it may be
+// called again by the delivery goroutine of the next Start while the old
+// call is in progress.
 type Listener interface {
+	// OnReportIssue receives one issue. Its Content must not be modified.
 	OnReportIssue(issue Issue)
 }
 
@@ -134,6 +139,7 @@ func (f ListenerFunc) OnReportIssue(issue Issue) { f(issue) }
 // Reporter accepts issues from tracers. Report never blocks: it returns
 // false when the issue was dropped.
 type Reporter interface {
+	// Report queues issue for the listeners, or drops it.
 	Report(issue Issue) bool
 }
 
@@ -242,6 +248,12 @@ func (q *queue) stopDelivery(timeout time.Duration) {
 func (q *queue) deliverLoop(stop, done, abandon chan struct{}) {
 	defer close(done)
 	for {
+		select {
+		case <-abandon:
+			q.drop()
+			return
+		default:
+		}
 		select {
 		case is := <-q.ch:
 			q.deliver(is)

@@ -11,15 +11,20 @@ import (
 // when the Matrix is built; Start and Stop may alternate any number of
 // times; Tag names the plugin (TracePluginTag for the TracePlugin).
 type Plugin interface {
+	// Init prepares the plugin (checks its configuration).
 	Init() error
+	// Start starts monitoring.
 	Start() error
+	// Stop stops monitoring and waits for the plugin's goroutines.
 	Stop()
+	// Tag names the plugin; tags are unique within a Matrix.
 	Tag() string
 }
 
 // ListenerAdder is implemented by plugins that report issues: Build hands
 // them the builder's listeners.
 type ListenerAdder interface {
+	// AddListener adds a listener for every later issue.
 	AddListener(l Listener)
 }
 

@@ -67,11 +67,16 @@ func DefaultTraceConfig() TraceConfig {
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvEvilThresholdMs = "MATRIX_EVIL_THRESHOLD_MS" // slow-call threshold in ms
-	EnvBufferSize      = "MATRIX_BUFFER_SIZE"       // records per recording buffer
-	EnvMaxBuffers      = "MATRIX_MAX_BUFFERS"       // dispatches recorded at once
-	EnvQueueSize       = "MATRIX_QUEUE_SIZE"        // issues queued for the listeners
-	EnvEvilMethod      = "MATRIX_EVIL_METHOD"       // on/off
+	// EnvEvilThresholdMs is the slow-call threshold in ms.
+	EnvEvilThresholdMs = "MATRIX_EVIL_THRESHOLD_MS"
+	// EnvBufferSize is the number of records per recording buffer.
+	EnvBufferSize = "MATRIX_BUFFER_SIZE"
+	// EnvMaxBuffers is the number of dispatches recorded at once.
+	EnvMaxBuffers = "MATRIX_MAX_BUFFERS"
+	// EnvQueueSize is the number of issues queued for the listeners.
+	EnvQueueSize = "MATRIX_QUEUE_SIZE"
+	// EnvEvilMethod turns the slow-call tracer on or off.
+	EnvEvilMethod = "MATRIX_EVIL_METHOD"
 )
 
 // Upper bounds of the values ConfigFromEnv accepts.
@@ -141,7 +146,9 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 type Tracer interface {
 	// Name names the tracer, for example "EvilMethodTracer".
 	Name() string
+	// Start starts the tracer; its issues go to r.
 	Start(r Reporter) error
+	// Stop stops the tracer and waits for its goroutines.
 	Stop()
 }
 

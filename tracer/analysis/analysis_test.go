@@ -353,7 +353,7 @@ func TestParseEventsErrors(t *testing.T) {
 			t.Errorf("ParseEvents(%q) error = %v, want prefix %q", c.in, err, c.want)
 		}
 	}
-	if _, err := ParseEvents(strings.NewReader("o 1 " + strconv.Itoa(MaxTime))); err != nil {
+	if _, err := ParseEvents(strings.NewReader("o 1 " + strconv.FormatUint(MaxTime, 10))); err != nil {
 		t.Errorf("MaxTime rejected: %v", err)
 	}
 }

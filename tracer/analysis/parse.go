@@ -80,12 +80,12 @@ func parseEvent(line string) (rec Record, ok bool, err error) {
 	ms, err := strconv.ParseUint(f[2], 10, 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, false, fmt.Errorf("time %s out of range 0..%d", f[2], MaxTime)
+			return 0, false, fmt.Errorf("time %s out of range 0..%d", f[2], uint64(MaxTime))
 		}
 		return 0, false, fmt.Errorf("invalid time %q: want a decimal number of ms", f[2])
 	}
 	if ms > MaxTime {
-		return 0, false, fmt.Errorf("time %s out of range 0..%d", f[2], MaxTime)
+		return 0, false, fmt.Errorf("time %s out of range 0..%d", f[2], uint64(MaxTime))
 	}
 	return MakeRecord(enter, uint32(id), ms), true, nil
 }

@@ -1,0 +1,234 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// shop is a running instance of examples/shop built with matrixexec.
+type shop struct {
+	addr   string
+	report string
+	cmd    *exec.Cmd
+}
+
+// buildShop builds examples/shop with -toolexec=matrixexec and extra go
+// build flags, into dir.
+func buildShop(t *testing.T, dir string, flags ...string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "shop")
+	args := append([]string{"build", "-toolexec=" + filepath.Join(binDir, "matrixexec")}, flags...)
+	args = append(args, "-o", bin, "./examples/shop")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = moduleRootDir(t)
+	cmd.Env = append(os.Environ(), "MATRIX_MAP="+filepath.Join(dir, "methodMapping.txt"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin
+}
+
+func startShop(t *testing.T, bin string, env ...string) *shop {
+	t.Helper()
+	s := &shop{report: filepath.Join(t.TempDir(), "report.jsonl")}
+	s.cmd = exec.Command(bin, "-addr", "127.0.0.1:0")
+	s.cmd.Env = append(append(os.Environ(), "MATRIX_REPORT="+s.report), env...)
+	s.cmd.Stderr = os.Stderr
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the shop's address: %v", err)
+	}
+	s.addr = strings.TrimSpace(strings.TrimPrefix(line, "shop listening on "))
+	return s
+}
+
+func (s *shop) get(t *testing.T, path string) {
+	t.Helper()
+	resp, err := http.Get("http://" + s.addr + path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s: %s", path, resp.Status)
+	}
+}
+
+type frame struct {
+	Depth int    `json:"depth"`
+	ID    uint32 `json:"id"`
+	Count int    `json:"count"`
+	Cost  int64  `json:"cost"`
+	Func  string `json:"func"`
+}
+
+type report struct {
+	Tag      string  `json:"tag"`
+	Detail   string  `json:"detail"`
+	Cost     int64   `json:"cost"`
+	Stack    string  `json:"stack"`
+	StackKey string  `json:"stackKey"`
+	Scene    string  `json:"scene"`
+	Frames   []frame `json:"frames"`
+}
+
+// waitReports stops the shop (letting queued reports out) and returns the
+// reports it wrote, once n of the given tag are there or after a timeout.
+func (s *shop) waitReports(t *testing.T, tag string, n int) []report {
+	t.Helper()
+	var reps []report
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		reps = readReports(t, s.report)
+		count := 0
+		for _, r := range reps {
+			if r.Tag == tag {
+				count++
+			}
+		}
+		if count >= n {
+			break
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // anything beyond n shows up too
+	return readReports(t, s.report)
+}
+
+func readReports(t *testing.T, path string) []report {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reps []report
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r report
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("report line %q: %v", line, err)
+		}
+		reps = append(reps, r)
+	}
+	return reps
+}
+
+const shopPkg = "github.com/matrixgo/matrix/examples/shop"
+
+func frameByFunc(r report, fn string) (frame, bool) {
+	for _, f := range r.Frames {
+		if f.Func == shopPkg+"."+fn {
+			return f, true
+		}
+	}
+	return frame{}, false
+}
+
+func within(got, want int64, pct float64) bool {
+	d := float64(got - want)
+	return d >= -float64(want)*pct && d <= float64(want)*pct
+}
+
+// TestSlowRequestCallTree: the slow route of the example produces exactly
+// one Trace_EvilMethod report whose call tree names the functions on the
+// slow path with their costs, and whose stack key is the slow query; the
+// fast route produces none.
+func TestSlowRequestCallTree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a service; skipped in -short mode")
+	}
+	bin := buildShop(t, t.TempDir())
+	s := startShop(t, bin, "SHOP_DB_DELAY=650ms", "SHOP_PRICING_DELAY=200ms")
+	for i := 0; i < 5; i++ {
+		s.get(t, "/health")
+	}
+	s.get(t, "/orders/42")
+	reps := s.waitReports(t, "Trace_EvilMethod", 1)
+	if len(reps) != 1 {
+		t.Fatalf("got %d reports, want exactly 1: %+v", len(reps), reps)
+	}
+	r := reps[0]
+	if r.Detail != "NORMAL" || r.Scene != "GET /orders/{id}" || r.Cost < 700 {
+		t.Errorf("report detail=%q scene=%q cost=%d, want NORMAL, GET /orders/{id}, >= 700", r.Detail, r.Scene, r.Cost)
+	}
+	for fn, want := range map[string]int64{
+		"(*dbClient).query":        650,
+		"(*orderRepo).load":        650,
+		"(*pricer).total":          200,
+		"(*orderService).checkout": 850,
+		"newMux.func2":             850,
+	} {
+		f, ok := frameByFunc(r, fn)
+		if !ok {
+			t.Errorf("no frame for %s in\n%s", fn, r.Stack)
+			continue
+		}
+		if !within(f.Cost, want, 0.10) {
+			t.Errorf("%s cost %d ms, want %d ms ±10%%", fn, f.Cost, want)
+		}
+	}
+	q, _ := frameByFunc(r, "(*dbClient).query")
+	if r.StackKey != fmt.Sprintf("%d|", q.ID) {
+		t.Errorf("stackKey %q, want the query's id %d|\n%s", r.StackKey, q.ID, r.Stack)
+	}
+}
+
+// TestConcurrentSlowRequestsRace: under -race, 50 concurrent requests to
+// the slow route give one report each and no race.
+func TestConcurrentSlowRequestsRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds with -race and runs a service; skipped in -short mode")
+	}
+	bin := buildShop(t, t.TempDir(), "-race")
+	s := startShop(t, bin, "SHOP_DB_DELAY=750ms", "SHOP_PRICING_DELAY=10ms", "GORACE=halt_on_error=1")
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			s.get(t, fmt.Sprintf("/orders/%d", i))
+			s.get(t, "/health")
+		}(i)
+	}
+	wg.Wait()
+	reps := s.waitReports(t, "Trace_EvilMethod", 50)
+	if len(reps) != 50 {
+		t.Fatalf("got %d reports, want 50", len(reps))
+	}
+	for _, r := range reps {
+		if r.Scene != "GET /orders/{id}" {
+			t.Errorf("report for scene %q", r.Scene)
+		}
+		if _, ok := frameByFunc(r, "(*dbClient).query"); !ok {
+			t.Errorf("report without the query frame:\n%s", r.Stack)
+		}
+	}
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("shop exited with %v (a race makes it exit 66)", err)
+	}
+}

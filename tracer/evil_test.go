@@ -1,0 +1,240 @@
+package tracer
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/tracer/analysis"
+)
+
+// Ids the tests write by hand: far above what matrixexec allocates, so
+// that no instrumented function of the test binary has them.
+const (
+	idA = 1040001
+	idB = 1040002
+	idC = 1040003
+)
+
+func records(evs ...any) []uint64 {
+	var out []uint64
+	for i := 0; i < len(evs); i += 3 {
+		out = append(out, uint64(analysis.MakeRecord(evs[i].(bool), uint32(evs[i+1].(int)), uint64(evs[i+2].(int)))))
+	}
+	return out
+}
+
+func toAnalysis(recs []uint64) []analysis.Record {
+	out := make([]analysis.Record, len(recs))
+	for i, r := range recs {
+		out[i] = analysis.Record(r)
+	}
+	return out
+}
+
+// DESIGN.md §6 worked example 1, with ids A, B, C for 1, 2, 3.
+func TestEvilIssueContent(t *testing.T) {
+	const D = beat.DispatchID
+	end := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+	j := &evilJob{
+		recs: records(true, D, 1000, true, idA, 1000, true, idB, 1010, false, idB, 1030,
+			true, idC, 1030, false, idC, 1100, false, idA, 1120, false, D, 1125),
+		recorded: true, name: "job", kind: beat.KindHTTP, goid: 77,
+		cost: 125 * time.Millisecond, endMs: 1125, end: end,
+		cpuNs: 50 * int64(time.Millisecond), cpuWall: 125 * time.Millisecond, hasCPU: true,
+	}
+	is := evilIssue(j, toAnalysis(j.recs))
+	if is.Tag != TagEvilMethod || is.Key != "1040001|" {
+		t.Errorf("tag %q key %q", is.Tag, is.Key)
+	}
+	c := is.Content
+	want := map[string]any{
+		"tag":       TagEvilMethod,
+		"detail":    "NORMAL",
+		"cost":      int64(125),
+		"stack":     "0,1048574,1,125\n1,1040001,1,120\n2,1040002,1,20\n2,1040003,1,70\n",
+		"stackKey":  "1040001|",
+		"scene":     "job", // no scene: the name
+		"name":      "job",
+		"kind":      "http",
+		"threadId":  uint64(77),
+		"goroutine": uint64(77),
+		"recorded":  true,
+		"cpu":       int64(50),
+		"usage":     "40.00%",
+		"time":      "2025-01-02T03:04:05.000000006Z",
+		"pid":       c["pid"],
+		"process":   c["process"],
+		"id":        is.ID,
+		"frames":    c["frames"],
+	}
+	for k, v := range want {
+		if k == "frames" {
+			continue
+		}
+		if c[k] != v {
+			t.Errorf("content[%q] = %#v, want %#v", k, c[k], v)
+		}
+	}
+	if len(c) != len(want) {
+		t.Errorf("content has %d fields, want %d: %v", len(c), len(want), c)
+	}
+	if _, err := uuid.Parse(is.ID); err != nil {
+		t.Error(err)
+	}
+	frames := c["frames"].([]Frame)
+	wantFrames := []Frame{
+		{Depth: 0, ID: beat.DispatchID, Count: 1, Cost: 125, Func: "DISPATCH"},
+		{Depth: 1, ID: idA, Count: 1, Cost: 120},
+		{Depth: 2, ID: idB, Count: 1, Cost: 20},
+		{Depth: 2, ID: idC, Count: 1, Cost: 70},
+	}
+	if len(frames) != len(wantFrames) {
+		t.Fatalf("frames %+v", frames)
+	}
+	for i := range frames {
+		if frames[i] != wantFrames[i] {
+			t.Errorf("frame %d = %+v, want %+v", i, frames[i], wantFrames[i])
+		}
+	}
+
+	j.scene = "GET /x/{id}"
+	if s := evilIssue(j, toAnalysis(j.recs)).Content["scene"]; s != "GET /x/{id}" {
+		t.Errorf("scene %v", s)
+	}
+	j.hasCPU = false
+	if _, ok := evilIssue(j, toAnalysis(j.recs)).Content["cpu"]; ok {
+		t.Error("cpu reported without a reading")
+	}
+}
+
+func TestEvilIssueNotRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		recorded bool
+		note     string
+	}{{false, "MATRIX_MAX_BUFFERS"}, {true, "MATRIX_BUFFER_SIZE"}} {
+		j := &evilJob{recorded: tc.recorded, name: "n", cost: 900 * time.Millisecond, endMs: 900}
+		is := evilIssue(j, nil)
+		c := is.Content
+		if c["recorded"] != false || c["stack"] != "" || c["stackKey"] != "" || is.Key != "" || c["cost"] != int64(900) {
+			t.Errorf("recorded=%v: %v", tc.recorded, c)
+		}
+		if note, _ := c["note"].(string); !strings.Contains(note, tc.note) {
+			t.Errorf("recorded=%v: note %q does not mention %s", tc.recorded, note, tc.note)
+		}
+		if f := c["frames"].([]Frame); f == nil || len(f) != 0 {
+			t.Errorf("frames %#v, want an empty list", f)
+		}
+	}
+}
+
+func TestCPUTable(t *testing.T) {
+	var tab cpuTable
+	for g := uint64(1); g <= 200; g++ {
+		tab.put(g, cpuReading{ns: int64(g * 10), at: time.Duration(g)})
+	}
+	for g := uint64(1); g <= 200; g += 2 {
+		tab.release(g)
+	}
+	for g := uint64(2); g <= 200; g += 2 {
+		if r, ok := tab.take(g); !ok || r.ns != int64(g*10) || r.at != time.Duration(g) {
+			t.Fatalf("take(%d) = %+v, %v", g, r, ok)
+		}
+	}
+	for i := range tab {
+		if tab[i].goid.Load() != 0 {
+			t.Fatalf("slot %d still owned", i)
+		}
+	}
+	if _, ok := tab.take(5); ok {
+		t.Error("take of an unknown goroutine")
+	}
+	tab.put(9, cpuReading{ns: 1})
+	tab.reset()
+	if _, ok := tab.take(9); ok {
+		t.Error("reset kept a slot")
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	a, ok := processCPU()
+	if ok != cpuSupported {
+		t.Fatalf("processCPU ok=%v on %s", ok, runtime.GOOS)
+	}
+	if !ok {
+		t.Skip("no process CPU clock on " + runtime.GOOS)
+	}
+	deadline := time.Now().Add(30 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ {
+		_ = x * x
+	}
+	if b, _ := processCPU(); b <= a {
+		t.Errorf("CPU time did not advance over a busy loop: %d → %d", a, b)
+	}
+}
+
+func TestCPUClockCaches(t *testing.T) {
+	if !cpuSupported {
+		t.Skip("no process CPU clock on " + runtime.GOOS)
+	}
+	var c cpuClock
+	now := time.Since(cpuBase)
+	first, ok := c.read(now, 10*time.Millisecond)
+	if !ok || first.ns <= 0 {
+		t.Fatalf("first read %+v %v", first, ok)
+	}
+	// Within maxAge the cached reading is returned as it is.
+	if again, _ := c.read(now+5*time.Millisecond, 10*time.Millisecond); again != first {
+		t.Errorf("cached read %+v, want %+v", again, first)
+	}
+	// Outside it, a fresh one.
+	deadline := time.Now().Add(20 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ {
+		_ = x * x
+	}
+	later := time.Since(cpuBase)
+	fresh, _ := c.read(later, 10*time.Millisecond)
+	if fresh.at < later || fresh.ns <= first.ns {
+		t.Errorf("stale read %+v after busy 20ms (first %+v)", fresh, first)
+	}
+}
+
+func TestEvilTracerLifecycleWithoutRecorder(t *testing.T) {
+	tr := NewEvilMethodTracer(0, 0)
+	if tr.Threshold() != DefaultEvilThreshold || cap(tr.jobs) != DefaultAnalysisBacklog {
+		t.Errorf("defaults: %v %d", tr.Threshold(), cap(tr.jobs))
+	}
+	tr.SetThreshold(time.Second)
+	if tr.Threshold() != time.Second {
+		t.Error("SetThreshold")
+	}
+	if err := tr.Start(nil); err == nil {
+		t.Error("started without a reporter")
+	}
+	before := runtime.NumGoroutine()
+	var got recorder
+	q := newQueue(8, nil)
+	q.addListener(&got)
+	q.start()
+	if err := tr.Start(reporterFunc(q.report)); err != nil {
+		t.Fatal(err)
+	}
+	// A job handed over before Stop is analysed and reported at Stop.
+	j := &evilJob{recs: records(true, beat.DispatchID, 0, false, beat.DispatchID, 800), recorded: true, name: "x", cost: 800 * time.Millisecond, endMs: 800}
+	tr.jobs <- j
+	tr.Stop()
+	q.stopDelivery(time.Second)
+	if len(got.issues) != 1 || got.issues[0].Content["stack"] != "0,1048574,1,800\n" {
+		t.Errorf("issues %+v", got.issues)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Stop, %d before", n, before)
+	}
+}
+
+type reporterFunc func(Issue) bool
+
+func (f reporterFunc) Report(is Issue) bool { return f(is) }

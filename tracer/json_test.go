@@ -1,0 +1,146 @@
+package tracer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestJSONListenerOneObjectPerLine(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewJSONListener(&buf)
+	is1 := NewIssue(TagEvilMethod, "5|", time.Time{}, map[string]any{
+		"detail": DetailNormal, "cost": int64(812), "stack": "0,1048574,1,812\n1,5,1,800\n", "stackKey": "5|",
+		"recorded": true, "threadId": uint64(42),
+		"frames": []Frame{{Depth: 0, ID: 1048574, Count: 1, Cost: 812, Func: "DISPATCH"}, {Depth: 1, ID: 5, Count: 1, Cost: 800, Func: "example.com/p.F", File: "f.go", Line: 3}},
+	})
+	is2 := NewIssue(TagFPS, "", time.Time{}, map[string]any{"fps": 58.5})
+	l.OnReportIssue(is1)
+	l.OnReportIssue(is2)
+
+	sc := bufio.NewScanner(&buf)
+	var lines []map[string]any
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q is not one JSON object: %v", sc.Text(), err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want 2:\n%s", len(lines), buf.String())
+	}
+	m := lines[0]
+	for _, k := range []string{"tag", "process", "pid", "time", "id", "detail", "cost", "stack", "stackKey", "recorded", "threadId", "frames"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("line 1 lacks %q: %v", k, m)
+		}
+	}
+	if len(m) != 12 {
+		t.Errorf("line 1 has %d fields, want exactly the content's 12: %v", len(m), m)
+	}
+	if m["tag"] != TagEvilMethod || m["cost"] != 812.0 || m["stack"] != "0,1048574,1,812\n1,5,1,800\n" || m["id"] != is1.ID || m["recorded"] != true {
+		t.Errorf("line 1 = %v", m)
+	}
+	frames, ok := m["frames"].([]any)
+	if !ok || len(frames) != 2 {
+		t.Fatalf("frames = %#v", m["frames"])
+	}
+	f1 := frames[1].(map[string]any)
+	want := map[string]any{"depth": 1.0, "id": 5.0, "count": 1.0, "cost": 800.0, "func": "example.com/p.F", "file": "f.go", "line": 3.0}
+	for k, v := range want {
+		if f1[k] != v {
+			t.Errorf("frame[1].%s = %#v, want %#v", k, f1[k], v)
+		}
+	}
+	if lines[1]["tag"] != TagFPS || lines[1]["fps"] != 58.5 {
+		t.Errorf("line 2 = %v", lines[1])
+	}
+}
+
+func TestOpenReportFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "issues.jsonl")
+	l, c, err := OpenReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.OnReportIssue(NewIssue(TagEvilMethod, "1|", time.Time{}, nil))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm() != 0o600 {
+		t.Errorf("report file mode %v, want 0600", st.Mode().Perm())
+	}
+	// A second open appends.
+	l, c, err = OpenReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.OnReportIssue(NewIssue(TagEvilMethod, "2|", time.Time{}, nil))
+	c.Close()
+	data, _ := os.ReadFile(path)
+	if n := bytes.Count(data, []byte("\n")); n != 2 {
+		t.Errorf("file has %d lines after two opens, want 2:\n%s", n, data)
+	}
+}
+
+func TestOpenReportKeepsExistingPermissions(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("unix permissions")
+	}
+	dir := t.TempDir()
+	loose := filepath.Join(dir, "loose.jsonl")
+	if err := os.WriteFile(loose, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(loose, 0o644)
+	tight := filepath.Join(dir, "tight.jsonl")
+	if err := os.WriteFile(tight, nil, 0o400|0o200); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{loose: 0o644, tight: 0o600} {
+		_, c, err := OpenReport(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		st, _ := os.Stat(path)
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v after OpenReport, want %v", filepath.Base(path), st.Mode().Perm(), want)
+		}
+	}
+}
+
+func TestOpenReportTargets(t *testing.T) {
+	for _, target := range []string{"stderr", "stdout"} {
+		l, c, err := OpenReport(target)
+		if err != nil || l == nil || c == nil {
+			t.Fatalf("OpenReport(%q) = %v, %v, %v", target, l, c, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("closing %s: %v", target, err)
+		}
+	}
+	if _, err := os.Stderr.Stat(); err != nil {
+		t.Errorf("closing the stderr target closed stderr: %v", err)
+	}
+	if _, _, err := OpenReport(""); err == nil {
+		t.Error("empty target accepted")
+	}
+	if _, _, err := OpenReport(filepath.Join(t.TempDir(), "no", "such", "dir", "f")); err == nil {
+		t.Error("unopenable path accepted")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("error does not wrap the open error: %v", err)
+	}
+}

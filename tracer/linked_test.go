@@ -1,0 +1,415 @@
+package tracer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/tracer/httptrace"
+)
+
+// These tests need the recorder: they run in the binary that
+// integration/testdata/script/linked.txtar builds with -toolexec=matrixexec
+// (also under -race), and skip in a plain go test.
+
+// startPlugin starts a TracePlugin through a Matrix, with a recorder
+// listener and a JSON listener writing to the returned buffer (read it
+// after Stop).
+func startPlugin(t *testing.T, cfg TraceConfig) (*TracePlugin, *recorder, *bytes.Buffer) {
+	t.Helper()
+	requireLinked(t)
+	p := NewTracePlugin(cfg)
+	var got recorder
+	var out bytes.Buffer
+	m, err := NewBuilder().Plugin(p).Listener(&got).Listener(NewJSONListener(&out)).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.StartAllPlugins(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.StopAllPlugins)
+	return p, &got, &out
+}
+
+func (r *recorder) all() []Issue {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Issue(nil), r.issues...)
+}
+
+func stackIDs(stack string) []string {
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSuffix(stack, "\n"), "\n") {
+		if f := strings.Split(line, ","); len(f) == 4 {
+			ids = append(ids, f[1])
+		}
+	}
+	return ids
+}
+
+func TestSlowDispatchReported(t *testing.T) {
+	p, got, out := startPlugin(t, DefaultTraceConfig())
+	beat.Run("slow-job", func() {
+		beat.Enter(idA)
+		beat.Enter(idB)
+		time.Sleep(800 * time.Millisecond)
+		beat.Exit(idB)
+		beat.Exit(idA)
+	})
+	p.Stop() // delivers everything queued
+	issues := got.all()
+	if len(issues) != 1 {
+		t.Fatalf("got %d issues, want 1: %+v", len(issues), issues)
+	}
+	is := issues[0]
+	c := is.Content
+	if is.Tag != TagEvilMethod || c["detail"] != DetailNormal {
+		t.Errorf("tag %q detail %v", is.Tag, c["detail"])
+	}
+	if is.Key != "1040002|" || c["stackKey"] != is.Key {
+		t.Errorf("key %q stackKey %v, want the sleeping function 1040002|\n%v", is.Key, c["stackKey"], c["stack"])
+	}
+	if cost := c["cost"].(int64); cost < 720 || cost > 880 {
+		t.Errorf("cost %d ms, want 800 ± 10%%", cost)
+	}
+	if ids := strings.Join(stackIDs(c["stack"].(string)), " "); ids != "1048574 1040001 1040002" {
+		t.Errorf("stack ids %s\n%s", ids, c["stack"])
+	}
+	frames := c["frames"].([]Frame)
+	if len(frames) != 3 || frames[0].Func != "DISPATCH" || frames[2].ID != idB || frames[2].Depth != 2 || frames[2].Cost < 720 {
+		t.Errorf("frames %+v", frames)
+	}
+	if c["scene"] != "slow-job" || c["name"] != "slow-job" || c["kind"] != "custom" || c["recorded"] != true {
+		t.Errorf("content %v", c)
+	}
+	if g, ok := c["goroutine"].(uint64); !ok || g == 0 || c["threadId"] != g {
+		t.Errorf("goroutine %v threadId %v", c["goroutine"], c["threadId"])
+	}
+	if cpuSupported {
+		if _, ok := c["cpu"].(int64); !ok {
+			t.Errorf("cpu missing: %v", c)
+		}
+		if u, _ := c["usage"].(string); !strings.HasSuffix(u, "%") {
+			t.Errorf("usage %q", u)
+		}
+	}
+	if p.Dropped() != 0 || p.ListenerPanics() != 0 {
+		t.Errorf("dropped %d panics %d", p.Dropped(), p.ListenerPanics())
+	}
+	// The JSON listener wrote the same issue as one line.
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("JSON report has %d lines:\n%s", len(lines), out.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["id"] != is.ID || m["stackKey"] != is.Key || m["tag"] != TagEvilMethod {
+		t.Errorf("JSON line %v", m)
+	}
+	if fr, ok := m["frames"].([]any); !ok || len(fr) != 3 || fr[0].(map[string]any)["func"] != "DISPATCH" {
+		t.Errorf("JSON frames %v", m["frames"])
+	}
+}
+
+func TestFastDispatchNotReported(t *testing.T) {
+	p, got, _ := startPlugin(t, DefaultTraceConfig())
+	beat.Run("fast-job", func() {
+		beat.Enter(idA)
+		time.Sleep(100 * time.Millisecond)
+		beat.Exit(idA)
+	})
+	p.Stop()
+	if issues := got.all(); len(issues) != 0 {
+		t.Fatalf("a 100ms dispatch was reported: %+v", issues)
+	}
+}
+
+func TestMiddlewareSceneInIssue(t *testing.T) {
+	cfg := DefaultTraceConfig()
+	cfg.EvilThreshold = 20 * time.Millisecond
+	p, got, out := startPlugin(t, cfg)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /slow/{id}", func(w http.ResponseWriter, r *http.Request) {
+		beat.Enter(idC)
+		time.Sleep(40 * time.Millisecond)
+		beat.Exit(idC)
+		fmt.Fprint(w, "ok")
+	})
+	h := httptrace.Middleware(mux)
+
+	// Called directly: the middleware's dispatch.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/slow/4711?token=secret", nil))
+	if rec.Body.String() != "ok" {
+		t.Fatalf("response %q", rec.Body.String())
+	}
+	// Through a real server: the instrumented net/http server begins a
+	// dispatch and the middleware joins it.
+	srv := httptest.NewServer(h)
+	resp, err := http.Get(srv.URL + "/slow/4712?token=secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	srv.Close()
+
+	p.Stop()
+	issues := got.all()
+	if len(issues) != 2 {
+		t.Fatalf("got %d issues, want one per request: %+v", len(issues), issues)
+	}
+	for _, is := range issues {
+		c := is.Content
+		if c["scene"] != "GET /slow/{id}" || c["kind"] != "http" || c["name"] != "http" || is.Key != "1040003|" {
+			t.Errorf("issue %v", c)
+		}
+	}
+	for _, leak := range []string{"secret", "token", "4711", "4712", "/slow/47"} {
+		if strings.Contains(out.String(), leak) {
+			t.Errorf("report contains request data %q:\n%s", leak, out.String())
+		}
+	}
+}
+
+func waitGoroutines(t *testing.T, want int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > want {
+		buf := make([]byte, 1<<16)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("%d goroutines, want %d:\n%s", n, want, buf)
+	}
+}
+
+func TestStartStopLeaksNoGoroutine(t *testing.T) {
+	requireLinked(t)
+	cfg := DefaultTraceConfig()
+	cfg.EvilThreshold = time.Millisecond
+	p := NewTracePlugin(cfg)
+	var got recorder
+	p.AddListener(&got)
+	before := runtime.NumGoroutine()
+	for i := 0; i < 5; i++ {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(); err != nil { // idempotent
+			t.Fatal(err)
+		}
+		if !beat.Started() || runtime.NumGoroutine() < before+3 {
+			t.Fatalf("cycle %d: recorder %v, %d goroutines (want clock, delivery, analysis)", i, beat.Started(), runtime.NumGoroutine())
+		}
+		beat.Run("cycle", func() { beat.Enter(idA); time.Sleep(3 * time.Millisecond); beat.Exit(idA) })
+		p.Stop()
+		p.Stop() // idempotent
+		if beat.Started() {
+			t.Fatal("Stop left the recorder running")
+		}
+		waitGoroutines(t, before)
+	}
+	if n := len(got.all()); n != 5 {
+		t.Errorf("got %d issues over 5 cycles, want 5", n)
+	}
+}
+
+func TestConcurrentSlowDispatches(t *testing.T) {
+	cfg := DefaultTraceConfig()
+	cfg.EvilThreshold = 50 * time.Millisecond
+	p, got, _ := startPlugin(t, cfg)
+	const n = 50
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := uint32(1040100 + i)
+			beat.Run("worker", func() {
+				beat.Enter(id)
+				time.Sleep(80 * time.Millisecond)
+				beat.Exit(id)
+			})
+		}()
+	}
+	wg.Wait()
+	p.Stop()
+	issues := got.all()
+	if len(issues) != n {
+		t.Fatalf("got %d issues, want %d (dropped %d)", len(issues), n, p.Dropped())
+	}
+	keys := map[string]bool{}
+	for _, is := range issues {
+		keys[is.Key] = true
+		if is.Content["recorded"] != true {
+			t.Errorf("not recorded: %v", is.Content)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if k := fmt.Sprintf("%d|", 1040100+i); !keys[k] {
+			t.Errorf("no issue with key %s", k)
+		}
+	}
+}
+
+func TestDispatchWithoutCallTree(t *testing.T) {
+	cfg := DefaultTraceConfig()
+	cfg.EvilThreshold = 20 * time.Millisecond
+	cfg.Beat = beat.Config{BufferSize: 16, MaxBuffers: 1}
+	p, got, _ := startPlugin(t, cfg)
+	// More calls than the 16-record buffer holds.
+	beat.Run("wraps", func() {
+		for i := 0; i < 20; i++ {
+			beat.Enter(idA)
+			beat.Exit(idA)
+		}
+		time.Sleep(30 * time.Millisecond)
+	})
+	// No free buffer: the only one is held by another dispatch.
+	hold, started, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		beat.Run("holder", func() { close(started); <-hold })
+	}()
+	<-started
+	beat.Run("unbuffered", func() { beat.Enter(idB); time.Sleep(30 * time.Millisecond); beat.Exit(idB) })
+	close(hold)
+	<-done
+	p.Stop()
+	notes := map[string]string{}
+	for _, is := range got.all() {
+		c := is.Content
+		if c["name"] == "holder" {
+			continue // it waited for the others: slow, and recorded
+		}
+		if c["recorded"] != false || c["stack"] != "" || is.Key != "" {
+			t.Errorf("%v: recorded %v stack %q", c["name"], c["recorded"], c["stack"])
+		}
+		notes[c["name"].(string)], _ = c["note"].(string)
+	}
+	if !strings.Contains(notes["wraps"], "MATRIX_BUFFER_SIZE") || !strings.Contains(notes["unbuffered"], "MATRIX_MAX_BUFFERS") {
+		t.Errorf("notes %q", notes)
+	}
+}
+
+func TestFramesAreSymbolised(t *testing.T) {
+	requireLinked(t)
+	// Find any instrumented function of this binary (a dependency such as
+	// zerolog or uuid) to stand for the slow one.
+	var fn beat.Func
+	for id := uint32(1); id < 1<<15; id++ {
+		if f, ok := beat.Lookup(id); ok {
+			fn = f
+			break
+		}
+	}
+	if fn.ID == 0 {
+		t.Skip("no instrumented function in this binary")
+	}
+	cfg := DefaultTraceConfig()
+	cfg.EvilThreshold = 20 * time.Millisecond
+	p, got, _ := startPlugin(t, cfg)
+	beat.Run("sym", func() { beat.Enter(fn.ID); time.Sleep(30 * time.Millisecond); beat.Exit(fn.ID) })
+	p.Stop()
+	issues := got.all()
+	if len(issues) != 1 {
+		t.Fatalf("%d issues", len(issues))
+	}
+	frames := issues[0].Content["frames"].([]Frame)
+	if len(frames) != 2 || frames[1].ID != fn.ID || frames[1].Func != fn.String() || frames[1].File != fn.File || frames[1].Line != fn.Line || frames[1].Func == "" {
+		t.Errorf("frames %+v, want %+v", frames, fn)
+	}
+}
+
+func TestHotPathAllocs(t *testing.T) {
+	p, got, _ := startPlugin(t, DefaultTraceConfig())
+	tr := p.Tracer(EvilMethodTracerName).(*EvilMethodTracer)
+	d := beat.Begin(beat.KindCustom, "held")
+	if a := testing.AllocsPerRun(1000, func() { tr.DispatchBegin(d); tr.DispatchEnd(d) }); a != 0 {
+		t.Errorf("the tracer's DispatchBegin+DispatchEnd of a fast dispatch allocate %.1f times", a)
+	}
+	d.End()
+	if raceEnabled {
+		t.Log("race detector: sync.Pool drops objects, whole-dispatch allocations not checked")
+	} else {
+		a := testing.AllocsPerRun(1000, func() {
+			d := beat.Begin(beat.KindCustom, "fast")
+			beat.Enter(idA)
+			beat.Exit(idA)
+			d.End()
+		})
+		if a != 0 {
+			t.Errorf("a fast dispatch with the plugin running allocates %.1f times", a)
+		}
+	}
+	p.Stop()
+	if n := len(got.all()); n != 0 {
+		t.Errorf("%d issues from fast dispatches", n)
+	}
+}
+
+// BenchmarkFastDispatch measures a dispatch under the threshold with and
+// without the plugin's tracers observing it.
+func BenchmarkFastDispatch(b *testing.B) {
+	requireLinked(b)
+	run := func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			d := beat.Begin(beat.KindCustom, "fast")
+			beat.Enter(idA)
+			beat.Exit(idA)
+			d.End()
+		}
+	}
+	b.Run("recorder", func(b *testing.B) {
+		if err := beat.Start(beat.Config{}); err != nil {
+			b.Fatal(err)
+		}
+		defer beat.Stop()
+		run(b)
+	})
+	b.Run("plugin", func(b *testing.B) {
+		p := NewTracePlugin(DefaultTraceConfig())
+		if err := p.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer p.Stop()
+		run(b)
+	})
+}
+
+// BenchmarkSlowDispatchCopy measures the dispatching goroutine's share of a
+// slow dispatch: the copy of its records and the hand-over.
+func BenchmarkSlowDispatchCopy(b *testing.B) {
+	requireLinked(b)
+	cfg := DefaultTraceConfig()
+	cfg.EvilThreshold = time.Nanosecond
+	cfg.QueueSize = 1 << 20
+	cfg.AnalysisBacklog = 1 << 16
+	p := NewTracePlugin(cfg)
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer p.Stop()
+	b.ReportAllocs()
+	for b.Loop() {
+		d := beat.Begin(beat.KindCustom, "slow")
+		for i := 0; i < 50; i++ {
+			beat.Enter(idA)
+			beat.Exit(idA)
+		}
+		d.End()
+	}
+}
