@@ -333,3 +333,9 @@ func Enter(id uint32) { rtEnter(id) }
 
 // Exit writes an exit record; see Enter.
 func Exit(id uint32) { rtExit(id) }
+
+// AtExit runs f when the program exits by returning from main or calling
+// os.Exit (not on an unrecovered panic or a fatal signal), before the
+// process ends: tracers use it to write the reports still queued. f must not
+// call os.Exit. In a plain build it does nothing.
+func AtExit(f func()) { rtAtExit(f) }

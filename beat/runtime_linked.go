@@ -38,3 +38,6 @@ func rtCurrent() unsafe.Pointer
 
 //go:linkname rtSetDispatchHooks runtime.matrixSetDispatchHooks
 func rtSetDispatchHooks(begin func(kind int, name string) unsafe.Pointer, end, scene func(d unsafe.Pointer, scene string))
+
+//go:linkname rtAtExit runtime.matrixAtExit
+func rtAtExit(f func())

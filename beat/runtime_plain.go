@@ -21,3 +21,5 @@ func rtExit(uint32)             {}
 func rtCurrent() unsafe.Pointer { return nil }
 func rtSetDispatchHooks(func(int, string) unsafe.Pointer, func(unsafe.Pointer, string), func(unsafe.Pointer, string)) {
 }
+
+func rtAtExit(func()) {}

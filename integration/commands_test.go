@@ -2,8 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"hooks":    cmdHooks,
 		"cmpstack": cmdCmpStack,
 		"mapkeeps": cmdMapKeeps,
+		"setfromstdout": cmdSetFromStdout,
 	}
 }
 
@@ -140,5 +139,13 @@ func cmdMapKeeps(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Logf("%d ids kept, %d new", len(old), len(cur)-len(old))
 }
 
-var _ = fmt.Sprint
-var _ = os.Getenv
+// setfromstdout NAME
+//
+// Sets the environment variable NAME to the previous command's standard
+// output, trimmed (the script language has no command substitution).
+func cmdSetFromStdout(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: setfromstdout NAME")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}

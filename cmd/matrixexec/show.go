@@ -53,6 +53,7 @@ var headline = []string{"detail", "scene", "cost", "stackKey", "usage", "note"}
 
 func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry) {
 	fmt.Fprintf(w, "%v", is["tag"])
+	frames, _ := is["frames"].([]any)
 	for _, k := range headline {
 		if v, ok := is[k]; ok && v != "" {
 			if k == "cost" {
@@ -60,10 +61,14 @@ func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry)
 				continue
 			}
 			fmt.Fprintf(w, "  %s=%q", k, fmt.Sprint(v))
+			if k == "stackKey" {
+				if name := keyName(fmt.Sprint(v), frames); name != "" {
+					fmt.Fprintf(w, " (%s)", name)
+				}
+			}
 		}
 	}
 	fmt.Fprintln(w)
-	frames, _ := is["frames"].([]any)
 	if len(frames) == 0 {
 		var rest []string
 		for k, v := range is {
@@ -107,6 +112,18 @@ func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry)
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// keyName names the function of a stack key from the report's frames.
+func keyName(key string, frames []any) string {
+	for _, f := range frames {
+		fr, _ := f.(map[string]any)
+		if fmt.Sprintf("%v|", fr["id"]) == key {
+			name, _ := fr["func"].(string)
+			return name
+		}
+	}
+	return ""
 }
 
 func compact(v any) string {

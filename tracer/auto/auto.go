@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/matrixgo/matrix/beat"
 	"github.com/matrixgo/matrix/tracer"
 )
 
@@ -35,6 +36,8 @@ func init() {
 		return
 	}
 	Monitor = m
+	// Reports of the last dispatches are written before the process ends.
+	beat.AtExit(m.StopAllPlugins)
 }
 
 func start(target string) (*tracer.Matrix, error) {
