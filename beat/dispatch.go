@@ -51,13 +51,19 @@ func Begin(kind Kind, name string) *Dispatch {
 	if r == nil {
 		return nil
 	}
+	goid := rtGoid()
 	if d := Current(); d != nil {
-		d.depth++
-		return d
+		if d.goid == goid {
+			d.depth++
+			return d
+		}
+		// A goroutine that exited inside a dispatch without ending it
+		// left its slot set, and the runtime reused its g.
+		rtSwapRing(nil)
 	}
 	d := dispatchPool.Get().(*Dispatch)
 	d.kind, d.name, d.rec = kind, name, r
-	d.goid = rtGoid()
+	d.goid = goid
 	d.data = r.getBuffer()
 	if d.data != nil {
 		d.buf, d.mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)

@@ -90,6 +90,7 @@ type report struct {
 	StackKey string  `json:"stackKey"`
 	Scene    string  `json:"scene"`
 	Frames   []frame `json:"frames"`
+	Note     string  `json:"note"`
 }
 
 // waitReports stops the shop (letting queued reports out) and returns the
@@ -222,7 +223,7 @@ func TestConcurrentSlowRequestsRace(t *testing.T) {
 			t.Errorf("report for scene %q", r.Scene)
 		}
 		if _, ok := frameByFunc(r, "(*dbClient).query"); !ok {
-			t.Errorf("report without the query frame:\n%s", r.Stack)
+			t.Errorf("report without the query frame (note %q):\n%s", r.Note, r.Stack)
 		}
 	}
 	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
