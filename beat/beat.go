@@ -87,7 +87,6 @@ type Observer interface {
 type recorder struct {
 	cfg       Config
 	size      int
-	epoch     time.Time
 	stop      chan struct{}
 	clockDone chan struct{}
 
@@ -132,8 +131,8 @@ func Start(cfg Config) error {
 	for size < cfg.BufferSize {
 		size <<= 1
 	}
-	r := &recorder{cfg: cfg, size: size, epoch: time.Now(), stop: make(chan struct{}), clockDone: make(chan struct{})}
-	rtSetNow(0)
+	r := &recorder{cfg: cfg, size: size, stop: make(chan struct{}), clockDone: make(chan struct{})}
+	rtSetNow(nowMs())
 	go r.clock()
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
@@ -177,22 +176,30 @@ func (r *recorder) clock() {
 		select {
 		case <-r.stop:
 			return
-		case now := <-t.C:
-			rtSetNow(uint64(now.Sub(r.epoch) / time.Millisecond))
+		case <-t.C:
+			rtSetNow(nowMs())
 		}
 	}
 }
 
-// Now returns the recorder clock in milliseconds since Start, the time base
-// of the records.
+// Now returns the recorder clock in milliseconds, the time base of the
+// records: time 0 is the runtime's initialisation.
 func Now() uint64 { return rtGetNow() }
 
-// Epoch returns the wall-clock time of record time 0.
+// nowMs reads the monotonic clock in record time.
+func nowMs() uint64 {
+	_, _, epoch, _ := rtStartupInfo()
+	return uint64(rtNanotime()-epoch) / uint64(time.Millisecond)
+}
+
+// Epoch returns the wall-clock time of record time 0 (the zero Time in a
+// plain build).
 func Epoch() time.Time {
-	if r := cur.Load(); r != nil {
-		return r.epoch
+	if !linked {
+		return time.Time{}
 	}
-	return time.Time{}
+	_, _, epoch, _ := rtStartupInfo()
+	return time.Now().Add(-time.Duration(rtNanotime() - epoch))
 }
 
 func (r *recorder) getBuffer() []uint64 {
@@ -306,7 +313,13 @@ func hookScene(d unsafe.Pointer, scene string) {
 }
 
 // Current returns the dispatch the calling goroutine is in, or nil.
-func Current() *Dispatch { return (*Dispatch)(rtCurrent()) }
+func Current() *Dispatch {
+	p := rtCurrent()
+	if p == nil || p == rtStartupRing() {
+		return nil
+	}
+	return (*Dispatch)(p)
+}
 
 // Running calls f for every dispatch in progress, oldest first, with the
 // registry locked: f must be quick and must not begin or end dispatches.

@@ -25,8 +25,9 @@ type Dispatch struct {
 	data    []uint64  // pooled buffer, nil when not recorded
 	rec     *recorder
 
-	mark     uint64 // n when the dispatch began: the slot of its i(D)
-	depth    int    // nested Begin calls on the same goroutine
+	mark     uint64         // n when the dispatch began: the slot of its i(D)
+	outer    unsafe.Pointer // the slot's previous value (the start-up ring)
+	depth    int            // nested Begin calls on the same goroutine
 	kind     Kind
 	name     string
 	scene    atomic.Pointer[string]
@@ -74,10 +75,9 @@ func Begin(kind Kind, name string) *Dispatch {
 	d.n, d.mark = 0, 0
 	dispatchN.Add(1)
 	d.start = time.Now()
-	now := uint64(d.start.Sub(r.epoch) / time.Millisecond)
-	rtSetNow(max(now, rtGetNow()))
+	rtSetNow(max(nowMs(), rtGetNow()))
 	d.beginMs = rtGetNow()
-	rtSwapRing(unsafe.Pointer(d))
+	d.outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
 
 	running.Lock()
@@ -97,7 +97,7 @@ func (d *Dispatch) End() {
 		return
 	}
 	rtExit(DispatchID)
-	rtSwapRing(nil)
+	rtSwapRing(d.outer)
 	d.end = time.Now()
 	d.endMs = max(rtGetNow(), d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
 	running.Lock()

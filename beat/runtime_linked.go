@@ -41,3 +41,12 @@ func rtSetDispatchHooks(begin func(kind int, name string) unsafe.Pointer, end, s
 
 //go:linkname rtAtExit runtime.matrixAtExit
 func rtAtExit(f func())
+
+//go:linkname rtStartupInfo runtime.matrixStartupInfo
+func rtStartupInfo() (ring unsafe.Pointer, n uint64, epoch, mainNano int64)
+
+//go:linkname rtNanotime runtime.matrixNanotime
+func rtNanotime() int64
+
+//go:linkname rtStartupRing runtime.matrixStartupRing
+func rtStartupRing() unsafe.Pointer

@@ -23,3 +23,7 @@ func rtSetDispatchHooks(func(int, string) unsafe.Pointer, func(unsafe.Pointer, s
 }
 
 func rtAtExit(func()) {}
+
+func rtStartupInfo() (unsafe.Pointer, uint64, int64, int64) { return nil, 0, 0, 0 }
+func rtNanotime() int64                                     { return 0 }
+func rtStartupRing() unsafe.Pointer                         { return nil }

@@ -15,7 +15,10 @@ const (
 	HookEnter    = "__matrix_i"
 	HookExit     = "__matrix_o"
 	hookRegister = "__matrix_register"
-	hookNames    = "__matrix_names"
+	// hookMainEntered is called first in main.main: it ends the start-up
+	// phase (package initialisation).
+	hookMainEntered = "__matrix_main"
+	hookNames       = "__matrix_names"
 )
 
 // HooksFileName is the name of the generated file added to every
@@ -65,7 +68,7 @@ var %s = struct {
 }{data: %s}
 
 func init() { %s(__matrix_unsafe.Pointer(&%s)) }
-`, p.PkgName,
+`+p.mainDecl(), p.PkgName,
 		HookActive, HookActive,
 		HookEnter, HookEnter,
 		HookExit, HookExit,
@@ -73,4 +76,12 @@ func init() { %s(__matrix_unsafe.Pointer(&%s)) }
 		hookNames, strconv.Quote(names.String()),
 		hookRegister, hookNames)
 	return b.Bytes()
+}
+
+// mainDecl declares the main-entered hook in package main.
+func (p *Plan) mainDecl() string {
+	if p.PkgName != "main" {
+		return ""
+	}
+	return "\n//go:linkname " + hookMainEntered + " runtime.matrixMainEntered\nfunc " + hookMainEntered + "()\n"
 }

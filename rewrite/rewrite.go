@@ -110,8 +110,9 @@ type srcFile struct {
 }
 
 type insertion struct {
-	fn     int // index into Plan.Funcs
-	offset int // byte offset just after the opening brace
+	prefix string // statement before the hooks (main.main only)
+	fn     int    // index into Plan.Funcs
+	offset int    // byte offset just after the opening brace
 	resume string
 }
 
@@ -220,9 +221,12 @@ func (p *Plan) analyse() {
 				skipOuter[n] = pragma
 				return skip(ReasonPragma + ":" + pragma)
 			}
+			isMain := p.PkgName == "main" && kind == KindFunc && name == "main"
 			switch {
 			case body == nil:
 				return skip(ReasonBodyless)
+			case isMain:
+				// Always: its hook also ends the start-up phase.
 			case f.cgo:
 				return skip(ReasonCgo)
 			case isTrivial(body):
@@ -235,7 +239,12 @@ func (p *Plan) analyse() {
 				return skip(ReasonBlacklist)
 			}
 			p.Funcs = append(p.Funcs, Func{Name: name, Kind: kind, Pos: position})
+			prefix := ""
+			if isMain {
+				prefix = hookMainEntered + "(); "
+			}
 			f.points = append(f.points, insertion{
+				prefix: prefix,
 				fn:     len(p.Funcs) - 1,
 				offset: p.fset.Position(body.Lbrace).Offset + 1,
 				resume: resumeDirective(p.fset, f, body.Lbrace),
@@ -294,7 +303,7 @@ func (p *Plan) Apply(ids []uint32) ([]Output, error) {
 		for _, pt := range f.points {
 			b.Write(f.src[last:pt.offset])
 			id := ids[pt.fn]
-			fmt.Fprintf(&b, "if %s != 0 { %s(%d); defer %s(%d) }; %s", HookActive, HookEnter, id, HookExit, id, pt.resume)
+			fmt.Fprintf(&b, "%sif %s != 0 { %s(%d); defer %s(%d) }; %s", pt.prefix, HookActive, HookEnter, id, HookExit, id, pt.resume)
 			last = pt.offset
 		}
 		b.Write(f.src[last:])
