@@ -54,6 +54,9 @@ var headline = []string{"detail", "scene", "cost", "stackKey", "usage", "note"}
 func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry) {
 	fmt.Fprintf(w, "%v", is["tag"])
 	frames, _ := is["frames"].([]any)
+	if stack, _ := is["stack"].(string); len(frames) == 0 && stack != "" {
+		frames = stackFrames(stack)
+	}
 	for _, k := range headline {
 		if v, ok := is[k]; ok && v != "" {
 			if k == "cost" {
@@ -93,7 +96,9 @@ func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry)
 		}
 		if name == "" {
 			id, _ := fr["id"].(float64)
-			if e, ok := entries[uint32(id)]; ok {
+			if id == idalloc.Dispatch {
+				name = "DISPATCH"
+			} else if e, ok := entries[uint32(id)]; ok {
 				name, pos = e.Pkg+"."+e.Func, e.Pos
 			} else {
 				name = fmt.Sprintf("id %v", fr["id"])
@@ -112,6 +117,24 @@ func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry)
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// stackFrames turns report lines "depth,id,count,cost" into frames without
+// names, for reports that carry no frames.
+func stackFrames(stack string) []any {
+	var frames []any
+	for _, l := range strings.Split(strings.TrimSpace(stack), "\n") {
+		f := strings.Split(l, ",")
+		if len(f) != 4 {
+			continue
+		}
+		var n [4]float64
+		for i := range f {
+			fmt.Sscan(f[i], &n[i])
+		}
+		frames = append(frames, map[string]any{"depth": n[0], "id": n[1], "count": n[2], "cost": n[3]})
+	}
+	return frames
 }
 
 // keyName names the function of a stack key from the report's frames.
