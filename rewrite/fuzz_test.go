@@ -1,0 +1,94 @@
+package rewrite
+
+import (
+	"bytes"
+	"go/ast"
+	"go/format"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// typeChecks reports whether the files type-check as one package, with
+// imports resolved from the installed toolchain's export data.
+func typeChecks(srcs map[string][]byte) bool {
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for name, src := range srcs {
+		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+		if err != nil {
+			return false
+		}
+		files = append(files, f)
+	}
+	impMu.Lock()
+	defer impMu.Unlock()
+	conf := types.Config{Importer: imp, Error: func(error) {}}
+	_, err := conf.Check("example.com/x", fset, files, nil)
+	return err == nil
+}
+
+// imp is shared so that export data is read once per process.
+var (
+	impMu sync.Mutex
+	imp   = importer.Default()
+)
+
+// FuzzRewrite checks the rewriter on arbitrary source: the rewritten file
+// parses, formats, keeps every original token at its line and column, and
+// type-checks (with the generated hooks file) if and only if the original
+// does. Seeds: the sample of rewrite_test.go and this package's own files.
+func FuzzRewrite(f *testing.F) {
+	f.Add([]byte(sample))
+	seeds, _ := filepath.Glob("*.go")
+	for _, s := range seeds {
+		if data, err := os.ReadFile(s); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("package p\nfunc F() { println(1) }\n"))
+	f.Add([]byte("package p\n\nimport \"fmt\"\n\nfunc F[T any](x T) (r string) { defer func() { r += fmt.Sprint(recover()) }(); return fmt.Sprint(x, x, x, x) + fmt.Sprint(x) }\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if len(src) > 1<<16 || bytes.Contains(src, []byte("__matrix_")) {
+			return
+		}
+		dir := t.TempDir()
+		path := filepath.Join(dir, "x.go")
+		if err := os.WriteFile(path, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPlan([]string{path}, Options{PkgPath: "example.com/x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]uint32, len(p.Funcs))
+		for i := range ids {
+			ids[i] = uint32(i + 1)
+		}
+		out, err := p.Apply(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out[0].Src
+		if got == nil {
+			return // nothing to instrument, or the original does not parse
+		}
+		if _, err := parser.ParseFile(token.NewFileSet(), "out.go", got, parser.ParseComments); err != nil {
+			t.Fatalf("rewritten file does not parse: %v\n%s", err, got)
+		}
+		if _, err := format.Source(got); err != nil {
+			t.Fatalf("rewritten file does not format: %v", err)
+		}
+		checkPositions(t, path, src, got)
+		orig := typeChecks(map[string][]byte{"x.go": src})
+		inst := typeChecks(map[string][]byte{"x.go": got, HooksFileName: p.HooksFile(ids)})
+		if orig != inst {
+			t.Fatalf("original type-checks: %v, rewritten: %v\n%s", orig, inst, got)
+		}
+	})
+}
