@@ -28,7 +28,7 @@ func rtNamesHead() unsafe.Pointer
 func rtGoid() uint64
 
 //go:linkname rtEnter runtime.matrixEnter
-func rtEnter(id uint32)
+func rtEnter(id uint32) bool
 
 //go:linkname rtExit runtime.matrixExit
 func rtExit(id uint32)

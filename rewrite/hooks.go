@@ -54,7 +54,7 @@ import __matrix_unsafe "unsafe"
 var %s uint32
 
 //go:linkname %s runtime.matrixEnter
-func %s(id uint32)
+func %s(id uint32) bool
 
 //go:linkname %s runtime.matrixExit
 func %s(id uint32)
