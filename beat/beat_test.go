@@ -202,3 +202,53 @@ func TestStartStopReleases(t *testing.T) {
 		}
 	}
 }
+
+// TestTenThousandDispatches: 10k goroutines inside dispatches at once stay
+// within the configured buffer bound; the ones that find no buffer are
+// counted as not recorded, and nothing blocks.
+func TestTenThousandDispatches(t *testing.T) {
+	requireLinked(t)
+	const n, maxBuffers, size = 10000, 64, 4096
+	if err := Start(Config{BufferSize: size, MaxBuffers: maxBuffers}); err != nil {
+		t.Fatal(err)
+	}
+	defer Stop()
+	before := ReadStats().NotRecorded
+	var wg sync.WaitGroup
+	inside := make(chan struct{}, n)
+	release := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := Begin(KindCustom, "many")
+			Enter(5)
+			inside <- struct{}{}
+			<-release
+			Exit(5)
+			d.End()
+		}()
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case <-inside:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %d of %d goroutines got into their dispatch: something blocks", i, n)
+		}
+	}
+	s := ReadStats()
+	if s.Running != n {
+		t.Errorf("%d dispatches running, want %d", s.Running, n)
+	}
+	if s.Buffers > maxBuffers {
+		t.Errorf("%d buffers allocated, bound is %d", s.Buffers, maxBuffers)
+	}
+	if got := s.NotRecorded - before; got != n-maxBuffers {
+		t.Errorf("%d dispatches not recorded, want %d", got, n-maxBuffers)
+	}
+	close(release)
+	wg.Wait()
+	if s := ReadStats(); s.Running != 0 || s.Buffers > maxBuffers {
+		t.Errorf("after: %+v", s)
+	}
+}
