@@ -12,9 +12,9 @@ import (
 
 func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"hooks":    cmdHooks,
-		"cmpstack": cmdCmpStack,
-		"mapkeeps": cmdMapKeeps,
+		"hooks":         cmdHooks,
+		"cmpstack":      cmdCmpStack,
+		"mapkeeps":      cmdMapKeeps,
 		"setfromstdout": cmdSetFromStdout,
 	}
 }

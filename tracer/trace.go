@@ -48,12 +48,40 @@ type TraceConfig struct {
 	// that panicked, issues dropped at Stop).
 	Logger *zerolog.Logger
 
+	// FPS turns on the frame tracer (FrameTracer): Trace_FPS reports of
+	// the frame loops (FrameLoop).
+	FPS bool
+	// Frame configures the frame tracer.
+	Frame FrameConfig
+
+	// ANR turns on the lag/ANR watchdog (ANRTracer, Matrix's
+	// LooperAnrTracer): LAG and ANR reports of dispatches still running.
+	ANR bool
+	// Watchdog configures it (thresholds, period). A nil
+	// Watchdog.Dynamic means Dynamic.
+	Watchdog ANRConfig
+	// Dynamic, if set, is consulted while the plugin runs (Matrix's
+	// IDynamicConfig): see DynamicConfig for the keys. ConfigFromEnv
+	// sets it to EnvDynamicConfig.
+	Dynamic DynamicConfig
+
+	// Startup turns on the start-up tracer (StartupTracer, Matrix's
+	// StartupTracer): a Trace_StartUp report once the program is ready,
+	// and the call tree of package initialisation when it was slow.
+	Startup bool
+	// StartupThresholds configures it (cold and warm thresholds). A nil
+	// StartupThresholds.Dynamic means Dynamic.
+	StartupThresholds StartupConfig
+
 	// Tracers are more tracers to run, after the built-in ones.
 	Tracers []Tracer
 }
 
 // DefaultTraceConfig returns Matrix's defaults: the slow-call tracer on
-// with a 700 ms threshold.
+// with a 700 ms threshold, the frame tracer on (a Trace_FPS report per
+// scene every 10 s of frame time), and the lag/ANR watchdog on (LAG at 2 s,
+// ANR at 5 s), and the start-up tracer on (STARTUP call tree over 10 s
+// cold, 4 s warm).
 func DefaultTraceConfig() TraceConfig {
 	return TraceConfig{
 		EvilMethod:      true,
@@ -62,6 +90,13 @@ func DefaultTraceConfig() TraceConfig {
 		Beat:            beat.Config{BufferSize: beat.DefaultBufferSize, MaxBuffers: beat.DefaultMaxBuffers},
 		QueueSize:       DefaultQueueSize,
 		StopTimeout:     DefaultStopTimeout,
+		FPS:             true,
+		Frame:           DefaultFrameConfig(),
+		ANR:             true,
+		Watchdog:        DefaultANRConfig(),
+
+		Startup:           true,
+		StartupThresholds: DefaultStartupConfig(),
 	}
 }
 
@@ -95,6 +130,17 @@ const (
 //	MATRIX_MAX_BUFFERS        dispatches recorded at once (1..4096)
 //	MATRIX_QUEUE_SIZE         issues queued for the listeners (1..1048576)
 //	MATRIX_EVIL_METHOD        slow-call tracer on or off (on/off, true/false, 1/0)
+//	MATRIX_FPS                frame tracer on or off
+//	MATRIX_FPS_SLICE_MS       frame time per Trace_FPS report in ms (1..86400000)
+//	MATRIX_ANR                lag/ANR watchdog on or off
+//	MATRIX_LAG_MS             LAG threshold in ms (1..86400000)
+//	MATRIX_ANR_MS             ANR threshold in ms (1..86400000)
+//	MATRIX_STARTUP_TRACER     start-up tracer on or off
+//	MATRIX_COLD_STARTUP_MS    cold start-up threshold in ms (1..86400000)
+//	MATRIX_WARM_STARTUP_MS    warm start-up threshold in ms (1..86400000)
+//
+// It also sets Dynamic to EnvDynamicConfig(getenv), so that the watchdog
+// reads MATRIX_ANR, MATRIX_LAG_MS and MATRIX_ANR_MS again on every tick.
 //
 // Every bad value is reported, each naming its variable.
 func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
@@ -132,6 +178,9 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 			errs = append(errs, fmt.Errorf("tracer: %s=%q: want on or off", EnvEvilMethod, v))
 		}
 	}
+	errs = append(errs, frameConfigFromEnv(getenv, &cfg)...)
+	errs = append(errs, anrConfigFromEnv(getenv, &cfg)...)
+	errs = append(errs, startupConfigFromEnv(getenv, &cfg)...)
 	if len(errs) > 0 {
 		return cfg, errors.Join(errs...)
 	}
@@ -184,6 +233,21 @@ func NewTracePlugin(cfg TraceConfig) *TracePlugin {
 	if cfg.EvilMethod {
 		p.tracers = append(p.tracers, NewEvilMethodTracer(cfg.EvilThreshold, cfg.AnalysisBacklog))
 	}
+	if cfg.FPS {
+		p.tracers = append(p.tracers, NewFrameTracer(cfg.Frame))
+	}
+	if cfg.ANR {
+		if cfg.Watchdog.Dynamic == nil {
+			cfg.Watchdog.Dynamic = cfg.Dynamic
+		}
+		p.tracers = append(p.tracers, NewANRTracer(cfg.Watchdog))
+	}
+	if cfg.Startup {
+		if cfg.StartupThresholds.Dynamic == nil {
+			cfg.StartupThresholds.Dynamic = cfg.Dynamic
+		}
+		p.tracers = append(p.tracers, NewStartupTracer(cfg.StartupThresholds))
+	}
 	p.tracers = append(p.tracers, cfg.Tracers...)
 	return p
 }
@@ -218,6 +282,15 @@ func (p *TracePlugin) initLocked() error {
 	check(c.StopTimeout < 0, "negative StopTimeout %v", c.StopTimeout)
 	check(c.Beat.BufferSize < 0, "negative Beat.BufferSize %d", c.Beat.BufferSize)
 	check(c.Beat.MaxBuffers < 0, "negative Beat.MaxBuffers %d", c.Beat.MaxBuffers)
+	if err := c.Frame.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Watchdog.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.StartupThresholds.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for i, t := range p.tracers {
 		check(t == nil, "tracer %d is nil", i)
 	}

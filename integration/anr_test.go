@@ -1,0 +1,273 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const stuckPkg = "github.com/matrixgo/matrix/examples/stuck"
+
+// buildStuck builds examples/stuck with -toolexec=matrixexec into dir.
+func buildStuck(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "stuck")
+	args := []string{"build", "-toolexec=" + filepath.Join(binDir, "matrixexec"), "-o", bin, "./examples/stuck"}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = moduleRootDir(t)
+	cmd.Env = append(os.Environ(), "MATRIX_MAP="+sharedMap)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin
+}
+
+// startStuck runs the stuck service with MATRIX_REPORT set and returns its
+// address and report file.
+func startStuck(t *testing.T, bin string, env ...string) (addr, reportFile string) {
+	t.Helper()
+	reportFile = filepath.Join(t.TempDir(), "report.jsonl")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	cmd.Env = append(append(os.Environ(), "MATRIX_REPORT="+reportFile), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the service's address: %v", err)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "stuck listening on ")), reportFile
+}
+
+// watchdogReport is a LAG or ANR report.
+type watchdogReport struct {
+	Tag             string            `json:"tag"`
+	Detail          string            `json:"detail"`
+	Cost            int64             `json:"cost"`
+	Scene           string            `json:"scene"`
+	Stack           string            `json:"stack"`
+	StackKey        string            `json:"stackKey"`
+	Frames          []frame           `json:"frames"`
+	ThreadStack     string            `json:"threadStack"`
+	ThreadID        uint64            `json:"threadId"`
+	Serving         *bool             `json:"serving"`
+	Memory          map[string]uint64 `json:"memory"`
+	ProcessNice     *int              `json:"processNice"`
+	ProcessPriority *int              `json:"processPriority"`
+	GCPauseMs       *float64          `json:"gcPauseMs"`
+	Goroutines      int               `json:"goroutines"`
+}
+
+func readWatchdogReports(t *testing.T, path string) []watchdogReport {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reps []watchdogReport
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r watchdogReport
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("report line %q: %v", line, err)
+		}
+		if r.Detail == "LAG" || r.Detail == "ANR" {
+			reps = append(reps, r)
+		}
+	}
+	return reps
+}
+
+// TestLagAndANR is issue 4's first done-when: in an instrumented service, a
+// request that works 2.5 s yields exactly one LAG and no ANR; one blocked
+// 6 s on a mutex yields one LAG and one ANR whose call tree names the
+// blocking function and whose threadStack shows where it waits; requests
+// sent meanwhile keep completing quickly.
+func TestLagAndANR(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a service for about 10 s; skipped in -short mode")
+	}
+	bin := buildStuck(t, t.TempDir())
+	addr, reportFile := startStuck(t, bin)
+	base := "http://" + addr
+
+	get := func(client *http.Client, path string) (time.Duration, error) {
+		start := time.Now()
+		resp, err := client.Get(base + path)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+		return time.Since(start), nil
+	}
+	// Warm the connection and the handlers.
+	fastClient := &http.Client{Timeout: 10 * time.Second}
+	if _, err := get(fastClient, "/fast"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Fast requests, one every 50 ms, during the whole stall.
+	stopFast := make(chan struct{})
+	var fastMax time.Duration
+	var fastN int
+	var fastErr error
+	fastDone := make(chan struct{})
+	go func() {
+		defer close(fastDone)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopFast:
+				return
+			case <-tick.C:
+			}
+			d, err := get(fastClient, "/fast")
+			if err != nil {
+				fastErr = err
+				return
+			}
+			fastN++
+			fastMax = max(fastMax, d)
+		}
+	}()
+
+	var wg sync.WaitGroup
+	slow := func(path string, least time.Duration) {
+		defer wg.Done()
+		d, err := get(&http.Client{Timeout: 30 * time.Second}, path)
+		if err != nil {
+			t.Error(err)
+		} else if d < least {
+			t.Errorf("GET %s took %v, want at least %v", path, d, least)
+		}
+	}
+	wg.Add(2)
+	go slow("/sleep?for=2500ms", 2500*time.Millisecond)
+	go slow("/block?for=6s", 6*time.Second)
+	wg.Wait()
+	close(stopFast)
+	<-fastDone
+	if fastErr != nil {
+		t.Errorf("fast request during the stall: %v", fastErr)
+	}
+	if fastN < 60 {
+		t.Errorf("only %d fast requests completed during the 6 s stall", fastN)
+	}
+	if fastMax > 200*time.Millisecond {
+		t.Errorf("the slowest fast request took %v during the stall, want < 200ms", fastMax)
+	}
+	t.Logf("%d fast requests during the stall, the slowest %v", fastN, fastMax)
+
+	// Reports are written as they are made; give late ones a chance.
+	var reps []watchdogReport
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if reps = readWatchdogReports(t, reportFile); len(reps) >= 3 {
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // anything more shows up too
+	reps = readWatchdogReports(t, reportFile)
+
+	count := map[string]int{}
+	var sleepLag, blockLag, blockANR watchdogReport
+	for _, r := range reps {
+		count[r.Detail+" "+r.Scene]++
+		switch r.Detail + " " + r.Scene {
+		case "LAG GET /sleep":
+			sleepLag = r
+		case "LAG GET /block":
+			blockLag = r
+		case "ANR GET /block":
+			blockANR = r
+		}
+		if r.Tag != "Trace_EvilMethod" {
+			t.Errorf("%s report tagged %q", r.Detail, r.Tag)
+		}
+	}
+	want := map[string]int{"LAG GET /sleep": 1, "LAG GET /block": 1, "ANR GET /block": 1}
+	if fmt.Sprint(count) != fmt.Sprint(want) {
+		t.Fatalf("got LAG/ANR reports %v, want %v", count, want)
+	}
+
+	// The sleeper: one LAG at about 2 s, its stack in crunch's sleep.
+	if sleepLag.Cost < 2000 || sleepLag.Cost > 2400 {
+		t.Errorf("LAG of /sleep cost %d ms, want 2000..2400", sleepLag.Cost)
+	}
+	if !strings.Contains(sleepLag.ThreadStack, "main.(*worker).crunch(") || !strings.Contains(sleepLag.ThreadStack, "time.Sleep(") {
+		t.Errorf("LAG of /sleep: threadStack does not show crunch sleeping:\n%s", sleepLag.ThreadStack)
+	}
+	if blockLag.Cost < 2000 || blockLag.Cost > 2400 || !strings.Contains(blockLag.ThreadStack, "main.(*inventory).reserve(") {
+		t.Errorf("LAG of /block cost %d, threadStack:\n%s", blockLag.Cost, blockLag.ThreadStack)
+	}
+	for _, r := range []watchdogReport{sleepLag, blockLag, blockANR} {
+		if !strings.HasPrefix(r.ThreadStack, fmt.Sprintf("goroutine %d [", r.ThreadID)) {
+			t.Errorf("%s %s: threadStack is not goroutine %d's:\n%s", r.Detail, r.Scene, r.ThreadID, r.ThreadStack)
+		}
+		if r.Serving == nil || !*r.Serving {
+			t.Errorf("%s %s: serving %v, want true (fast requests kept completing)", r.Detail, r.Scene, r.Serving)
+		}
+	}
+
+	// The blocked request: one ANR at about 5 s naming reserve, stuck in
+	// sync.(*Mutex).Lock.
+	a := blockANR
+	if a.Cost < 5000 || a.Cost > 5500 {
+		t.Errorf("ANR cost %d ms, want 5000..5500", a.Cost)
+	}
+	var reserve frame
+	for _, f := range a.Frames {
+		if f.Func == stuckPkg+".(*inventory).reserve" {
+			reserve = f
+		}
+	}
+	if reserve.ID == 0 {
+		t.Fatalf("ANR call tree does not name (*inventory).reserve:\n%s\n%+v", a.Stack, a.Frames)
+	}
+	if reserve.Cost < 4500 {
+		t.Errorf("reserve cost %d ms in the ANR tree, want about 5000", reserve.Cost)
+	}
+	if a.StackKey != fmt.Sprintf("%d|", reserve.ID) {
+		t.Errorf("ANR stackKey %q, want reserve's %d|\n%s", a.StackKey, reserve.ID, a.Stack)
+	}
+	if !strings.Contains(a.ThreadStack, "sync.(*Mutex).Lock") || !strings.Contains(a.ThreadStack, "main.(*inventory).reserve(") ||
+		!strings.Contains(a.ThreadStack, "examples/stuck/main.go:") {
+		t.Errorf("ANR threadStack does not show reserve waiting for the lock:\n%s", a.ThreadStack)
+	}
+	for _, k := range []string{"heapBytes", "stackBytes", "totalBytes"} {
+		if a.Memory[k] == 0 {
+			t.Errorf("ANR memory %v lacks %s", a.Memory, k)
+		}
+	}
+	if a.GCPauseMs == nil || a.Goroutines < 3 {
+		t.Errorf("ANR gcPauseMs %v goroutines %d", a.GCPauseMs, a.Goroutines)
+	}
+	if runtime.GOOS == "linux" && (a.ProcessNice == nil || a.ProcessPriority == nil) {
+		t.Errorf("ANR without processPriority/processNice on linux")
+	}
+}

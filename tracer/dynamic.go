@@ -1,0 +1,120 @@
+package tracer
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DynamicConfig is configuration consulted while the tracers run, Matrix's
+// IDynamicConfig: a tracer asks for its keys on every check (the ANR
+// watchdog on every tick), so a value changed at run time takes effect
+// without restarting the plugin. Get returns the value of key and whether
+// it is set; a key that is not set, or whose value does not parse, leaves
+// the value given in code (TraceConfig, or a tracer's setters) in force.
+//
+// Get is called from the tracers' own goroutines, never from a dispatching
+// goroutine; it must be safe for concurrent use and should be quick (a map
+// lookup, not a network call).
+//
+// Keys (the Dyn* constants):
+//
+//	lag_ms       LAG threshold of the ANR watchdog, ms (integer >= 1)
+//	anr_ms       ANR threshold of the ANR watchdog, ms (integer >= 1)
+//	anr_enabled  ANR watchdog on or off (on/off, true/false, 1/0, yes/no)
+type DynamicConfig interface {
+	// Get returns the value of key and whether it is set.
+	Get(key string) (string, bool)
+}
+
+// Keys of DynamicConfig.
+const (
+	// DynLagMs is the LAG threshold in ms.
+	DynLagMs = "lag_ms"
+	// DynANRMs is the ANR threshold in ms.
+	DynANRMs = "anr_ms"
+	// DynANREnabled switches the ANR watchdog on or off.
+	DynANREnabled = "anr_enabled"
+)
+
+// DynamicConfigFunc adapts a function to DynamicConfig.
+type DynamicConfigFunc func(key string) (string, bool)
+
+// Get calls f(key).
+func (f DynamicConfigFunc) Get(key string) (string, bool) { return f(key) }
+
+// envAliases maps dynamic keys to the environment variables that
+// ConfigFromEnv also reads, so one variable controls both.
+var envAliases = map[string]string{
+	DynLagMs:      EnvLagMs,
+	DynANRMs:      EnvANRMs,
+	DynANREnabled: EnvANR,
+}
+
+// EnvDynamicConfig returns the environment-backed DynamicConfig (getenv is
+// os.Getenv, or a stub in tests). The keys lag_ms, anr_ms and anr_enabled
+// read MATRIX_LAG_MS, MATRIX_ANR_MS and MATRIX_ANR; any other key k reads
+// MATRIX_<K> (upper case). An empty variable is not set. ConfigFromEnv
+// installs it as TraceConfig.Dynamic, so in zero-code mode a program can
+// retune the watchdog with os.Setenv while it runs.
+func EnvDynamicConfig(getenv func(string) string) DynamicConfig {
+	return DynamicConfigFunc(func(key string) (string, bool) {
+		name, ok := envAliases[key]
+		if !ok {
+			name = "MATRIX_" + strings.ToUpper(key)
+		}
+		v := strings.TrimSpace(getenv(name))
+		return v, v != ""
+	})
+}
+
+// parseSwitch parses on/off, true/false, 1/0 and yes/no (any case).
+func parseSwitch(v string) (on, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "on", "true", "1", "yes":
+		return true, true
+	case "off", "false", "0", "no":
+		return false, true
+	}
+	return false, false
+}
+
+// dynMillis returns the duration in ms under key, if dc has a valid one
+// (an integer from 1 to maxEnvThresholdMs).
+func dynMillis(dc DynamicConfig, key string) (time.Duration, bool) {
+	if dc == nil {
+		return 0, false
+	}
+	v, ok := safeGet(dc, key)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > maxEnvThresholdMs {
+		return 0, false
+	}
+	return time.Duration(n) * time.Millisecond, true
+}
+
+// dynSwitch returns the switch under key, if dc has a valid one.
+func dynSwitch(dc DynamicConfig, key string) (on, ok bool) {
+	if dc == nil {
+		return false, false
+	}
+	v, set := safeGet(dc, key)
+	if !set {
+		return false, false
+	}
+	return parseSwitch(v)
+}
+
+// safeGet calls dc.Get, treating a panic as "not set": a broken
+// configuration source must not take the tracer (or the program) down.
+func safeGet(dc DynamicConfig, key string) (v string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			v, ok = "", false
+		}
+	}()
+	return dc.Get(key)
+}

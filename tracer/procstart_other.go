@@ -1,0 +1,11 @@
+//go:build !linux
+
+package tracer
+
+import "time"
+
+// osProcessStart: only Linux exposes the process start time without cgo
+// here; elsewhere the runtime's initialisation stands in for it.
+func osProcessStart() (time.Time, string, error) {
+	return time.Time{}, "", errNoProcStart
+}

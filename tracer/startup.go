@@ -1,0 +1,801 @@
+package tracer
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/tracer/analysis"
+)
+
+// StartupTracerName is the name of the start-up tracer.
+const StartupTracerName = "StartupTracer"
+
+// Start-up thresholds (Matrix's Constants.DEFAULT_STARTUP_THRESHOLD_MS_COLD
+// and _WARM).
+const (
+	// DefaultColdStartupThreshold is the cold start-up duration over which
+	// a STARTUP call tree is reported.
+	DefaultColdStartupThreshold = 10 * time.Second
+	// DefaultWarmStartupThreshold is the same for a warm start-up.
+	DefaultWarmStartupThreshold = 4 * time.Second
+)
+
+// WarmStartDispatchName is the name of the dispatch ReloadFunc runs its
+// function in.
+const WarmStartDispatchName = "warm-start"
+
+// Environment variables of the start-up tracer, read by ConfigFromEnv and,
+// through EnvDynamicConfig, while the tracer runs.
+const (
+	// EnvStartupTracer turns the start-up tracer on or off.
+	EnvStartupTracer = "MATRIX_STARTUP_TRACER"
+	// EnvColdStartupMs is the cold start-up threshold in ms.
+	EnvColdStartupMs = "MATRIX_COLD_STARTUP_MS"
+	// EnvWarmStartupMs is the warm start-up threshold in ms.
+	EnvWarmStartupMs = "MATRIX_WARM_STARTUP_MS"
+)
+
+// Keys of DynamicConfig the start-up tracer consults when it reports
+// (EnvDynamicConfig maps them to MATRIX_STARTUP_TRACER,
+// MATRIX_COLD_STARTUP_MS and MATRIX_WARM_STARTUP_MS).
+const (
+	// DynStartupTracer switches the start-up reports on or off.
+	DynStartupTracer = "startup_tracer"
+	// DynColdStartupMs is the cold start-up threshold in ms.
+	DynColdStartupMs = "cold_startup_ms"
+	// DynWarmStartupMs is the warm start-up threshold in ms.
+	DynWarmStartupMs = "warm_startup_ms"
+)
+
+// Values of the "scene" field of start-up reports: what made the process
+// ready.
+const (
+	// StartupSceneHTTP: the first request served by the net/http server
+	// (or any other beat.KindHTTP dispatch).
+	StartupSceneHTTP = "http"
+	// StartupSceneReady: a call of Ready.
+	StartupSceneReady = "Ready"
+	// StartupSceneReloadFunc: the end of the function run by ReloadFunc.
+	StartupSceneReloadFunc = "ReloadFunc"
+)
+
+// Values of the "process_start_source" field of a cold Trace_StartUp
+// report: where the process' start time comes from.
+const (
+	// ProcessStartProc: Linux /proc/self/stat starttime (clock ticks since
+	// boot, 10 ms resolution) against the boot-time clock
+	// (clock_gettime(CLOCK_BOOTTIME)).
+	ProcessStartProc = "proc_boottime"
+	// ProcessStartProcBtime: /proc/self/stat starttime against btime of
+	// /proc/stat (whole seconds: up to 1 s early). Used only when the
+	// boot-time clock cannot be read.
+	ProcessStartProcBtime = "proc_btime"
+	// ProcessStartRuntime: the OS start time is not available (not Linux,
+	// or /proc unreadable): the process is taken to start when the Go
+	// runtime initialised, so process_to_runtime is 0.
+	ProcessStartRuntime = "runtime_init"
+)
+
+// StartupConfig configures the start-up tracer. Zero durations mean their
+// defaults.
+type StartupConfig struct {
+	// Cold is the cold start-up duration (process start → ready) over
+	// which a STARTUP call tree is reported. Default
+	// DefaultColdStartupThreshold (10 s).
+	Cold time.Duration
+	// Warm is the same for a warm start-up (Reload → Ready). Default
+	// DefaultWarmStartupThreshold (4 s).
+	Warm time.Duration
+	// Dynamic, if set, is consulted at each report for startup_tracer,
+	// cold_startup_ms and warm_startup_ms, which then override the values
+	// above and the setters.
+	Dynamic DynamicConfig
+}
+
+// DefaultStartupConfig returns Matrix's thresholds: 10 s cold, 4 s warm.
+func DefaultStartupConfig() StartupConfig {
+	return StartupConfig{Cold: DefaultColdStartupThreshold, Warm: DefaultWarmStartupThreshold}
+}
+
+// validate reports negative thresholds (TracePlugin.Init calls it).
+func (c StartupConfig) validate() error {
+	var errs []error
+	if c.Cold < 0 {
+		errs = append(errs, fmt.Errorf("tracer: negative StartupThresholds.Cold %v", c.Cold))
+	}
+	if c.Warm < 0 {
+		errs = append(errs, fmt.Errorf("tracer: negative StartupThresholds.Warm %v", c.Warm))
+	}
+	return errors.Join(errs...)
+}
+
+// startupConfigFromEnv applies MATRIX_STARTUP_TRACER, MATRIX_COLD_STARTUP_MS
+// and MATRIX_WARM_STARTUP_MS to cfg.
+func startupConfigFromEnv(getenv func(string) string, cfg *TraceConfig) []error {
+	var errs []error
+	if v := strings.TrimSpace(getenv(EnvStartupTracer)); v != "" {
+		if on, ok := parseSwitch(v); ok {
+			cfg.Startup = on
+		} else {
+			errs = append(errs, fmt.Errorf("tracer: %s=%q: want on or off", EnvStartupTracer, v))
+		}
+	}
+	ms := func(name string, dst *time.Duration) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
+			return
+		}
+		if n < 1 || n > maxEnvThresholdMs {
+			errs = append(errs, fmt.Errorf("tracer: %s=%q: out of range 1..%d", name, v, maxEnvThresholdMs))
+			return
+		}
+		*dst = time.Duration(n) * time.Millisecond
+	}
+	ms(EnvColdStartupMs, &cfg.StartupThresholds.Cold)
+	ms(EnvWarmStartupMs, &cfg.StartupThresholds.Warm)
+	return errs
+}
+
+// StartupTracer is the start-up tracer, Matrix's StartupTracer.
+//
+// # Cold start-up
+//
+// A Go process starts in four moments:
+//
+//	process start  the OS's start time of the process (Linux: /proc/self/stat;
+//	               elsewhere the runtime's initialisation stands in for it,
+//	               see process_start_source)
+//	runtime init   the Go runtime initialised (beat.Startup().RuntimeInit)
+//	main entered   every package init is done and main.main begins
+//	               (beat.Startup().MainEntered)
+//	ready          the first request served by the net/http server (the first
+//	               beat.KindHTTP dispatch to end), or the first call of Ready,
+//	               whichever comes first
+//
+// Once ready, every StartupTracer that runs (or starts later) reports one
+// issue tagged TagStartUp, with the phases in ms under Matrix's names:
+//
+//	application_create     process start → main entered (the init phase)
+//	first_activity_create  main entered → ready
+//	startup_duration       process start → ready (the sum of the two above)
+//	is_warm_start_up       false
+//	process_to_runtime     process start → runtime init
+//	init                   runtime init → main entered (package initialisation)
+//	scene                  what made the process ready: "http" or "Ready"
+//	process_start_source   "proc_boottime", "proc_btime" or "runtime_init"
+//	process_start          the process start time (RFC 3339)
+//	main_entered           false if main.main was not entered before ready
+//	note                   why a phase is missing or approximate, if one is
+//
+// If main.main was not entered before ready (it is not instrumented, or
+// Ready was called during package initialisation), the whole start-up
+// counts as application_create and first_activity_create is 0; note says so.
+//
+// When startup_duration is over the cold threshold (10 s), also an issue
+// tagged TagEvilMethod, detail DetailStartup, with the call tree of the init
+// phase: the calls the runtime recorded on the main goroutine from its own
+// initialisation to main.main (beat.Startup().Records), analysed in
+// non-strict mode, so a slow init function, or a slow package-level
+// initialiser of a dependency, shows by name:
+//
+//	detail, cost, stack, stackKey, frames  as in a slow-call report; cost is
+//	             startup_duration (or the costliest frame, if larger); the root
+//	             DISPATCH frame stands for package initialisation
+//	scene, subType (1 cold, 2 warm), is_warm_start_up, startup_duration,
+//	application_create, first_activity_create, init
+//	recorded     false when there is no call tree; note then says why
+//
+// The init phase is recorded only when the program started with
+// MATRIX_REPORT set (and MATRIX_STARTUP not "off"): zero-code mode.
+//
+// In a test binary (go test), serving HTTP does not make the process ready
+// (tests start servers of their own): only Ready does.
+//
+// # Warm start-up
+//
+// Go has no activity to re-create: a warm start-up is a re-initialisation
+// inside a running process, a configuration reload or an in-process
+// restart. Reload marks its beginning and the next Ready its end;
+// ReloadFunc runs it as a function. Each gives one TagStartUp issue with
+// is_warm_start_up true, startup_duration = Reload → Ready, scene "Ready" or
+// "ReloadFunc", and application_create, first_activity_create, init and
+// process_to_runtime 0 (as Matrix reports a warm start). Over the warm
+// threshold (4 s), also a STARTUP issue with subType 2 — with the call tree
+// of the function when it ran under ReloadFunc. (Matrix: a warm start-up
+// never carried a stack; ReloadFunc records it as a dispatch, so it does.)
+//
+// # Costs
+//
+// The tracer observes every dispatch (beat.Observer): DispatchBegin does
+// nothing; DispatchEnd is one atomic load once the process is ready. Ready
+// is two atomic loads after the first call. The analysis runs once, on the
+// tracer's own goroutine.
+type StartupTracer struct {
+	cold, warm atomic.Int64 // ns, set in code
+	enabled    atomic.Bool
+	dyn        DynamicConfig
+	events     chan startupEvent
+	dropped    atomic.Uint64
+
+	// Injected by tests.
+	info      func() beat.StartupInfo
+	procStart func() (time.Time, string)
+	testBin   func() bool
+
+	// coldQueued: the cold start has been handed to this tracer (guarded
+	// by startup.mu), so it is reported once per tracer.
+	coldQueued bool
+
+	mu   sync.Mutex
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startupBacklog bounds the start-up events waiting for a tracer's goroutine.
+const startupBacklog = 16
+
+// NewStartupTracer returns a start-up tracer configured by cfg, switched on.
+func NewStartupTracer(cfg StartupConfig) *StartupTracer {
+	t := &StartupTracer{
+		dyn:       cfg.Dynamic,
+		events:    make(chan startupEvent, startupBacklog),
+		info:      beat.Startup,
+		procStart: processStart,
+		testBin:   isTestBinary,
+	}
+	t.SetColdThreshold(cfg.Cold)
+	t.SetWarmThreshold(cfg.Warm)
+	t.enabled.Store(true)
+	return t
+}
+
+// Name returns StartupTracerName.
+func (t *StartupTracer) Name() string { return StartupTracerName }
+
+// SetColdThreshold changes the cold threshold at run time
+// (DefaultColdStartupThreshold if threshold <= 0).
+func (t *StartupTracer) SetColdThreshold(threshold time.Duration) {
+	if threshold <= 0 {
+		threshold = DefaultColdStartupThreshold
+	}
+	t.cold.Store(int64(threshold))
+}
+
+// SetWarmThreshold changes the warm threshold at run time
+// (DefaultWarmStartupThreshold if threshold <= 0).
+func (t *StartupTracer) SetWarmThreshold(threshold time.Duration) {
+	if threshold <= 0 {
+		threshold = DefaultWarmStartupThreshold
+	}
+	t.warm.Store(int64(threshold))
+}
+
+// SetEnabled switches the tracer's reports on or off at run time.
+func (t *StartupTracer) SetEnabled(on bool) { t.enabled.Store(on) }
+
+// Settings returns whether the tracer reports and its thresholds, the
+// DynamicConfig applied.
+func (t *StartupTracer) Settings() (enabled bool, cold, warm time.Duration) {
+	enabled = t.enabled.Load()
+	cold, warm = time.Duration(t.cold.Load()), time.Duration(t.warm.Load())
+	if on, ok := dynSwitch(t.dyn, DynStartupTracer); ok {
+		enabled = on
+	}
+	if d, ok := dynMillis(t.dyn, DynColdStartupMs); ok {
+		cold = d
+	}
+	if d, ok := dynMillis(t.dyn, DynWarmStartupMs); ok {
+		warm = d
+	}
+	return enabled, cold, warm
+}
+
+// Dropped returns the start-up events lost because the tracer's backlog
+// was full (warm starts in a tight loop).
+func (t *StartupTracer) Dropped() uint64 { return t.dropped.Load() }
+
+// Start starts the tracer's goroutine, which reports to r, and registers
+// the tracer for the start-up events. If the process is already ready and
+// this tracer has not reported the cold start yet, it reports it now.
+// Starting a started tracer does nothing.
+func (t *StartupTracer) Start(r Reporter) error {
+	if r == nil {
+		return errors.New("tracer: StartupTracer started without a reporter")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stop != nil {
+		return nil
+	}
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	go t.run(r, t.stop, t.done)
+	startup.register(t)
+	return nil
+}
+
+// Stop unregisters the tracer, reports the events still waiting, and stops
+// its goroutine.
+func (t *StartupTracer) Stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stop == nil {
+		return
+	}
+	startup.unregister(t)
+	close(t.stop)
+	<-t.done
+	t.stop, t.done = nil, nil
+}
+
+// DispatchBegin does nothing.
+func (t *StartupTracer) DispatchBegin(*beat.Dispatch) {}
+
+// DispatchEnd makes the process ready at the end of the first HTTP
+// dispatch (outside test binaries).
+func (t *StartupTracer) DispatchEnd(d *beat.Dispatch) {
+	if coldReady.Load() || d.Kind() != beat.KindHTTP || !t.enabled.Load() || t.testBin() {
+		return
+	}
+	startup.ready(d.Start().Add(d.Cost()), StartupSceneHTTP)
+}
+
+// send hands ev to the tracer's goroutine, or drops and counts it.
+func (t *StartupTracer) send(ev startupEvent) {
+	select {
+	case t.events <- ev:
+	default:
+		t.dropped.Add(1)
+	}
+}
+
+func (t *StartupTracer) run(r Reporter, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	handle := func(ev startupEvent) {
+		for _, is := range t.issues(ev) {
+			r.Report(is)
+		}
+	}
+	for {
+		select {
+		case ev := <-t.events:
+			handle(ev)
+		case <-stop:
+			for {
+				select {
+				case ev := <-t.events:
+					handle(ev)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// issues builds the issues of one event, the settings applied.
+func (t *StartupTracer) issues(ev startupEvent) []Issue {
+	enabled, cold, warm := t.Settings()
+	if !enabled {
+		return nil
+	}
+	if ev.warm {
+		return warmIssues(ev, warm)
+	}
+	proc, source := t.procStart()
+	return coldIssues(coldInput{
+		info:      t.info(),
+		procStart: proc,
+		source:    source,
+		ready:     ev.at,
+		scene:     ev.scene,
+		threshold: cold,
+	})
+}
+
+// startupEvent is a start-up that became ready.
+type startupEvent struct {
+	warm  bool
+	from  time.Time // warm: when Reload was called
+	at    time.Time // when the process became ready
+	scene string
+	// A warm start run by ReloadFunc: its records (from the enter of a
+	// DISPATCH, analysed in strict mode), their end in record time, and
+	// why there are none.
+	recs  []uint64
+	endMs uint64
+	note  string
+}
+
+// startupState is the process-wide start-up state that Ready, Reload and
+// the tracers share.
+type startupState struct {
+	mu       sync.Mutex
+	coldAt   time.Time // when the cold start became ready, zero before
+	scene    string    // what made it ready
+	warmFrom time.Time // the warm start in progress, zero if none
+	warmFunc bool      // it belongs to a ReloadFunc
+	tracers  []*StartupTracer
+}
+
+var (
+	startup startupState
+	// coldReady and warmPending mirror coldAt and warmFrom for the fast
+	// paths of Ready and DispatchEnd.
+	coldReady   atomic.Bool
+	warmPending atomic.Bool
+	// startupNow is the clock of Ready, Reload and ReloadFunc.
+	startupNow = time.Now
+)
+
+// isTestBinary reports whether the program is a test binary (the testing
+// package registered its flags).
+var isTestBinary = sync.OnceValue(func() bool { return flag.Lookup("test.v") != nil })
+
+func (s *startupState) register(t *StartupTracer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tracers = append(s.tracers, t)
+	if !s.coldAt.IsZero() && !t.coldQueued {
+		t.coldQueued = true
+		t.send(startupEvent{at: s.coldAt, scene: s.scene})
+	}
+}
+
+func (s *startupState) unregister(t *StartupTracer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.tracers {
+		if x == t {
+			s.tracers = append(s.tracers[:i], s.tracers[i+1:]...)
+			break
+		}
+	}
+}
+
+// ready ends the cold start if it is still in progress, else the warm
+// start in progress that Reload began.
+func (s *startupState) ready(at time.Time, scene string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coldAt.IsZero() {
+		s.coldAt, s.scene = at, scene
+		coldReady.Store(true)
+		for _, t := range s.tracers {
+			if !t.coldQueued {
+				t.coldQueued = true
+				t.send(startupEvent{at: at, scene: scene})
+			}
+		}
+		return
+	}
+	if s.warmFrom.IsZero() || s.warmFunc || scene == StartupSceneHTTP {
+		return
+	}
+	s.endWarmLocked(startupEvent{warm: true, from: s.warmFrom, at: at, scene: scene, note: noteWarmNoTree})
+}
+
+// beginWarm begins a warm start at from, for a ReloadFunc if fn. It
+// reports false when there is nothing to begin: the cold start is still in
+// progress, or a warm start already is (a ReloadFunc takes over one that
+// Reload began).
+func (s *startupState) beginWarm(from time.Time, fn bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coldAt.IsZero() {
+		return false
+	}
+	if !s.warmFrom.IsZero() {
+		if !fn || s.warmFunc {
+			return false
+		}
+		s.warmFunc = true
+		return true
+	}
+	s.warmFrom, s.warmFunc = from, fn
+	warmPending.Store(true)
+	return true
+}
+
+// endWarm ends the warm start a ReloadFunc began.
+func (s *startupState) endWarm(ev startupEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev.from = s.warmFrom
+	s.endWarmLocked(ev)
+}
+
+func (s *startupState) endWarmLocked(ev startupEvent) {
+	s.warmFrom, s.warmFunc = time.Time{}, false
+	warmPending.Store(false)
+	for _, t := range s.tracers {
+		t.send(ev)
+	}
+}
+
+// Ready says the program is ready to do its work. The first call (or the
+// first request served by the net/http server, if that comes first) ends
+// the cold start-up; later calls end the warm start-up Reload began, if one
+// is in progress, and otherwise do nothing. Ready is safe to call from any
+// goroutine, any number of times, in any build; after the first call it
+// costs two atomic loads.
+func Ready() {
+	if coldReady.Load() && !warmPending.Load() {
+		return
+	}
+	startup.ready(startupNow(), StartupSceneReady)
+}
+
+// Reload marks the beginning of a warm start-up: a configuration reload or
+// an in-process restart, which the next Ready ends. It is ignored before
+// the cold start-up is ready and while a warm start-up is in progress (the
+// first Reload counts). A warm start-up marked this way is timed but has
+// no call tree: use ReloadFunc for that.
+func Reload() { startup.beginWarm(startupNow(), false) }
+
+// ReloadFunc runs fn as a warm start-up: it calls Reload, runs fn as a
+// dispatch named WarmStartDispatchName on the calling goroutine (or, if the
+// goroutine is inside a dispatch already, as part of it), and ends the warm
+// start-up when fn returns or panics. Its STARTUP report, if it is over the
+// warm threshold, carries fn's call tree. Ready calls made while fn runs do
+// not end it. Before the cold start-up is ready, or while another
+// ReloadFunc runs, fn just runs.
+//
+// The slow-call tracer and the lag/ANR watchdog see the dispatch like any
+// other: a slow reload is also a slow call.
+func ReloadFunc(fn func()) {
+	from := startupNow()
+	if !startup.beginWarm(from, true) {
+		fn()
+		return
+	}
+	// Begin joins the dispatch the goroutine is in, if any (and then
+	// returns it), else begins one of its own.
+	outer := beat.Current()
+	d := beat.Begin(beat.KindCustom, WarmStartDispatchName)
+	nested := d != nil && d == outer
+	beginMs, pre := beat.Now(), 0
+	if nested && d.Recorded() {
+		pre = len(d.Records(nil))
+	}
+	defer func() {
+		ev := startupEvent{warm: true, at: startupNow(), scene: StartupSceneReloadFunc, endMs: beat.Now()}
+		switch {
+		case d == nil:
+			ev.note = noteNotRecording
+		case nested:
+			// fn's records are the ones written since it began, framed
+			// as a dispatch of their own.
+			var all []uint64
+			if pre > 0 {
+				all = d.Records(nil)
+			}
+			ok := pre > 0 && len(all) >= pre
+			if ok {
+				ev.recs = make([]uint64, 0, len(all)-pre+2)
+				ev.recs = append(ev.recs, uint64(analysis.MakeRecord(true, analysis.Dispatch, beginMs)))
+				ev.recs = append(ev.recs, all[pre:]...)
+				ev.recs = append(ev.recs, uint64(analysis.MakeRecord(false, analysis.Dispatch, max(ev.endMs, beginMs))))
+			}
+			ev.note = treeNote(d.Recorded(), ok)
+		default:
+			if d.Recorded() {
+				ev.recs = d.Records(nil)
+			}
+			ev.note = treeNote(d.Recorded(), len(ev.recs) > 0)
+		}
+		d.End()
+		startup.endWarm(ev)
+	}()
+	fn()
+}
+
+// treeNote explains a dispatch without a call tree, or returns "".
+func treeNote(recorded, hasRecords bool) string {
+	switch {
+	case !recorded:
+		return noteNoBuffer
+	case !hasRecords:
+		return noteWrapped
+	}
+	return ""
+}
+
+// Notes of start-up reports.
+const (
+	noteWarmNoTree   = "no call tree: the warm start-up was marked with Reload and Ready; run it with tracer.ReloadFunc to record its call tree"
+	noteNotRecording = "no call tree: the recorder was not running"
+	noteNoStartupRec = "no call tree: package initialisation is recorded only when the program starts with MATRIX_REPORT set (and MATRIX_STARTUP not off)"
+	noteStartupWrap  = "no call tree: package initialisation made more calls than the start-up ring holds (131072 records)"
+	noteNoMain       = "main.main was not entered before ready (not built with matrixexec, or Ready called during package initialisation): the whole start-up counts as application_create"
+	noteNoProcStart  = "the OS start time of the process is not available here: phases start at the Go runtime's initialisation"
+)
+
+// startupPhases are the phases of a cold start-up in ms.
+type startupPhases struct {
+	processToRuntime    int64 // process start → runtime init
+	init                int64 // runtime init → main entered
+	applicationCreate   int64 // process start → main entered
+	firstActivityCreate int64 // main entered → ready
+	startupDuration     int64 // process start → ready
+	mainEntered         bool  // main.main was entered before ready
+}
+
+// computePhases computes the phases from the four moments of a cold
+// start-up. A zero proc means the process start is unknown (runtime init
+// stands in); a zero main, or one after ready, means main.main was not
+// entered before ready. Every boundary is rounded down to whole ms since
+// the process start before the differences are taken, so
+// applicationCreate + firstActivityCreate == startupDuration and
+// processToRuntime + init == applicationCreate exactly; out-of-order
+// moments are clamped, so no phase is negative.
+func computePhases(proc, rt, main, ready time.Time) startupPhases {
+	if rt.IsZero() {
+		rt = proc
+	}
+	if proc.IsZero() || proc.After(rt) {
+		proc = rt
+	}
+	if proc.IsZero() {
+		proc = ready
+	}
+	ms := func(t time.Time) int64 {
+		d := t.Sub(proc)
+		if d < 0 {
+			return 0
+		}
+		return d.Milliseconds()
+	}
+	rtMs := ms(rt)
+	readyMs := max(ms(ready), rtMs)
+	mainMs := readyMs
+	p := startupPhases{processToRuntime: rtMs, startupDuration: readyMs}
+	if !main.IsZero() && !main.After(ready) {
+		p.mainEntered = true
+		mainMs = min(max(ms(main), rtMs), readyMs)
+	}
+	p.init = mainMs - rtMs
+	p.applicationCreate = mainMs
+	p.firstActivityCreate = readyMs - mainMs
+	return p
+}
+
+// coldInput is what a cold start-up report is made of.
+type coldInput struct {
+	info      beat.StartupInfo
+	procStart time.Time // zero if unknown
+	source    string    // ProcessStart*
+	ready     time.Time
+	scene     string
+	threshold time.Duration
+}
+
+// coldIssues builds the TagStartUp issue of a cold start-up and, over the
+// threshold, its STARTUP issue.
+func coldIssues(in coldInput) []Issue {
+	proc, source := in.procStart, in.source
+	if proc.IsZero() {
+		proc, source = in.info.RuntimeInit, ProcessStartRuntime
+	}
+	p := computePhases(proc, in.info.RuntimeInit, in.info.MainEntered, in.ready)
+	var notes []string
+	if source == ProcessStartRuntime {
+		notes = append(notes, noteNoProcStart)
+	}
+	if !p.mainEntered {
+		notes = append(notes, noteNoMain)
+	}
+	if proc.IsZero() || proc.After(in.ready) {
+		proc = in.ready
+	}
+	content := map[string]any{
+		"application_create":    p.applicationCreate,
+		"first_activity_create": p.firstActivityCreate,
+		"startup_duration":      p.startupDuration,
+		"is_warm_start_up":      false,
+		"process_to_runtime":    p.processToRuntime,
+		"init":                  p.init,
+		"scene":                 in.scene,
+		"process_start_source":  source,
+		"process_start":         proc.Format(time.RFC3339Nano),
+		"main_entered":          p.mainEntered,
+	}
+	if len(notes) > 0 {
+		content["note"] = strings.Join(notes, "; ")
+	}
+	issues := []Issue{NewIssue(TagStartUp, "cold", in.ready, content)}
+	// Matrix: allCost > coldStartupThresholdMs.
+	if time.Duration(p.startupDuration)*time.Millisecond <= in.threshold {
+		return issues
+	}
+	recs := make([]analysis.Record, len(in.info.Records))
+	for i, r := range in.info.Records {
+		recs[i] = analysis.Record(r)
+	}
+	note := ""
+	switch {
+	case in.info.Wrapped:
+		note = noteStartupWrap
+	case len(recs) == 0:
+		note = noteNoStartupRec
+	}
+	res := analysis.Analyze(recs, analysis.NonStrict, 0, p.init)
+	sc := map[string]any{
+		"detail":                DetailStartup,
+		"cost":                  max(p.startupDuration, res.Cost),
+		"stack":                 res.Stack,
+		"stackKey":              res.Key,
+		"frames":                framesOf(res.Items),
+		"scene":                 in.scene,
+		"subType":               1,
+		"is_warm_start_up":      false,
+		"startup_duration":      p.startupDuration,
+		"application_create":    p.applicationCreate,
+		"first_activity_create": p.firstActivityCreate,
+		"init":                  p.init,
+		"recorded":              note == "",
+	}
+	if note != "" {
+		sc["note"] = note
+	}
+	return append(issues, NewIssue(TagEvilMethod, res.Key, in.ready, sc))
+}
+
+// warmIssues builds the TagStartUp issue of a warm start-up and, over the
+// threshold, its STARTUP issue.
+func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
+	d := ev.at.Sub(ev.from)
+	if ev.from.IsZero() || d < 0 {
+		d = 0
+	}
+	cost := d.Milliseconds()
+	content := map[string]any{
+		"application_create":    int64(0),
+		"first_activity_create": int64(0),
+		"startup_duration":      cost,
+		"is_warm_start_up":      true,
+		"process_to_runtime":    int64(0),
+		"init":                  int64(0),
+		"scene":                 ev.scene,
+	}
+	issues := []Issue{NewIssue(TagStartUp, "warm", ev.at, content)}
+	if d <= threshold {
+		return issues
+	}
+	recs := make([]analysis.Record, len(ev.recs))
+	for i, r := range ev.recs {
+		recs[i] = analysis.Record(r)
+	}
+	res := analysis.Analyze(recs, analysis.Strict, ev.endMs, cost)
+	note := ev.note
+	if note == "" && len(res.Items) == 0 {
+		note = noteWrapped
+	}
+	sc := map[string]any{
+		"detail":           DetailStartup,
+		"cost":             res.Cost,
+		"stack":            res.Stack,
+		"stackKey":         res.Key,
+		"frames":           framesOf(res.Items),
+		"scene":            ev.scene,
+		"subType":          2,
+		"is_warm_start_up": true,
+		"startup_duration": cost,
+		"recorded":         note == "",
+	}
+	if note != "" {
+		sc["note"] = note
+	}
+	return append(issues, NewIssue(TagEvilMethod, res.Key, ev.at, sc))
+}
