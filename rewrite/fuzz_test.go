@@ -52,6 +52,15 @@ func FuzzRewrite(f *testing.F) {
 		}
 	}
 	f.Add([]byte("package p\nfunc F() { println(1) }\n"))
+	// Load the seeds' imports before fuzzing: reading export data the first
+	// time is slow, and the fuzzing engine takes a slow input for a hang.
+	for _, path := range []string{"bytes", "embed", "errors", "fmt", "go/ast", "go/format", "go/importer", "go/parser",
+		"go/scanner", "go/token", "go/types", "os", "path/filepath", "reflect", "sort", "strconv", "strings", "sync", "testing", "unsafe",
+		"golang.org/x/tools/go/ast/inspector", "bufio", "os/exec", "regexp"} {
+		impMu.Lock()
+		imp.Import(path)
+		impMu.Unlock()
+	}
 	f.Add([]byte("package p\n\nimport \"fmt\"\n\nfunc F[T any](x T) (r string) { defer func() { r += fmt.Sprint(recover()) }(); return fmt.Sprint(x, x, x, x) + fmt.Sprint(x) }\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		if len(src) > 1<<16 || bytes.Contains(src, []byte("__matrix_")) {
