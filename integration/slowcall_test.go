@@ -93,8 +93,8 @@ type report struct {
 	Note     string  `json:"note"`
 }
 
-// waitReports stops the shop (letting queued reports out) and returns the
-// reports it wrote, once n of the given tag are there or after a timeout.
+// waitReports returns the reports of the given tag the shop wrote, once n
+// of them are there or after a timeout.
 func (s *shop) waitReports(t *testing.T, tag string, n int) []report {
 	t.Helper()
 	var reps []report
@@ -111,7 +111,13 @@ func (s *shop) waitReports(t *testing.T, tag string, n int) []report {
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // anything beyond n shows up too
-	return readReports(t, s.report)
+	var tagged []report
+	for _, r := range readReports(t, s.report) {
+		if r.Tag == tag {
+			tagged = append(tagged, r)
+		}
+	}
+	return tagged
 }
 
 func readReports(t *testing.T, path string) []report {

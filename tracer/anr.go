@@ -113,7 +113,9 @@ type ANRStats struct {
 //	running      dispatches in progress, this one included
 //	goroutines   runtime.NumGoroutine()
 //
-// The issue key of a LAG is the scene (there is no call tree to key on).
+// There is no call tree to key a LAG on: its issue key is the innermost
+// function of threadStack outside the standard library (where the program
+// is stuck, "main.(*inventory).reserve"), else the scene.
 //
 // Still running after the ANR threshold, it is reported once more, detail
 // DetailANR, with the fields above plus:
@@ -464,7 +466,11 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 		}
 		if s.lag {
 			c := common(DetailLag)
-			if w.r.Report(NewIssue(TagEvilMethod, c["scene"].(string), now, c)) {
+			key := blockedIn(c["threadStack"].(string))
+			if key == "" {
+				key = c["scene"].(string)
+			}
+			if w.r.Report(NewIssue(TagEvilMethod, key, now, c)) {
 				t.lags.Add(1)
 			}
 		}

@@ -88,6 +88,26 @@ func TestStackDumpFindsGoroutine(t *testing.T) {
 	}
 }
 
+func TestBlockedIn(t *testing.T) {
+	for _, tc := range []struct{ block, want string }{
+		{"goroutine 9 [sync.Mutex.Lock]:\ninternal/sync.runtime_SemacquireMutex(0xc0001?, 0x0?, 0x1?)\n\t/go/src/runtime/sema.go:95 +0x25\n" +
+			"internal/sync.(*Mutex).lockSlow(0xc000012345)\n\t/go/src/internal/sync/mutex.go:149 +0x15d\n" +
+			"sync.(*Mutex).Lock(...)\n\t/go/src/sync/mutex.go:46\n" +
+			"main.(*inventory).reserve(0xc00001, {0x6fa1b2, 0x6})\n\t/src/stuck/main.go:170 +0x9d\n" +
+			"main.newMux.func3({0x7a, 0xc0}, 0xc0)\n\t/src/stuck/main.go:90 +0x1b9\n" +
+			"created by net/http.(*Server).Serve in goroutine 1\n\t/go/src/net/http/server.go:3454 +0x485",
+			"main.(*inventory).reserve"},
+		{"goroutine 5 [select]:\ntime.Sleep(0x3b9aca00)\n\t/go/src/runtime/time.go:363 +0x165\n" +
+			"github.com/acme/svc/db.(*Client).query(...)\n\t/src/db/db.go:12\n", "github.com/acme/svc/db.(*Client).query"},
+		{"goroutine 5 [chan receive]:\nnet/http.(*conn).serve(0xc0)\n\t/go/src/net/http/server.go:2100 +0x1\ncreated by main.main in goroutine 1\n\t/src/main.go:3 +0x1", ""},
+		{"", ""},
+	} {
+		if got := blockedIn(tc.block); got != tc.want {
+			t.Errorf("blockedIn = %q, want %q\n%s", got, tc.want, tc.block)
+		}
+	}
+}
+
 func TestParseProcStat(t *testing.T) {
 	line := "4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 30 10 7 0 123 456 789 18446744073709551615\n"
 	p, n, ok := parseProcStat([]byte(line))
@@ -452,7 +472,7 @@ func TestLagAndANRReported(t *testing.T) {
 	}
 	for name, is := range lags {
 		c := is.Content
-		if is.Tag != TagEvilMethod || is.Key != name || c["name"] != name || c["kind"] != "custom" {
+		if is.Tag != TagEvilMethod || c["name"] != name || c["kind"] != "custom" {
 			t.Errorf("LAG %s: tag %q key %q content %v", name, is.Tag, is.Key, c)
 		}
 		if cost := c["cost"].(int64); cost < 200 || cost > 450 {
@@ -474,6 +494,13 @@ func TestLagAndANRReported(t *testing.T) {
 	}
 	if ts := lags["lag-job"].Content["threadStack"].(string); !strings.Contains(ts, "time.Sleep") {
 		t.Errorf("LAG threadStack of the sleeper:\n%s", ts)
+	}
+	// Keys: where the program is stuck.
+	if k := lags["stuck-job"].Key; k != "github.com/matrixgo/matrix/tracer.parkedForTest" {
+		t.Errorf("LAG key of the stuck job %q", k)
+	}
+	if k := lags["lag-job"].Key; !strings.HasPrefix(k, "github.com/matrixgo/matrix/tracer.TestLagAndANRReported") {
+		t.Errorf("LAG key of the sleeper %q", k)
 	}
 
 	is := issues[DetailANR][0]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"strconv"
+	"strings"
 )
 
 // Sizes of the buffer for a dump of every goroutine's stack.
@@ -73,6 +74,32 @@ func goroutineBlock(dump []byte, goid uint64) string {
 			end = start + j
 		}
 		return string(bytes.TrimRight(dump[start:end], "\n"))
+	}
+	return ""
+}
+
+// blockedIn returns the innermost function of a goroutine's stack block
+// (as goroutineBlock returns it) that is not in the standard library: the
+// program's function the goroutine is stuck in, for example
+// "main.(*inventory).reserve" under "sync.(*Mutex).Lock". It returns ""
+// when every frame is in the standard library.
+func blockedIn(block string) string {
+	lines := strings.Split(block, "\n")
+	for _, line := range lines[min(1, len(lines)):] { // lines[0] is the header
+		if line == "" || line[0] == '\t' || strings.HasPrefix(line, "created by ") {
+			continue
+		}
+		fn := line
+		if i := strings.LastIndexByte(fn, '('); i > 0 {
+			fn = fn[:i]
+		}
+		first, _, _ := strings.Cut(fn, "/")
+		if first == fn { // no slash: "pkg.Func"
+			first, _, _ = strings.Cut(fn, ".")
+		}
+		if first == "main" || strings.Contains(first, ".") {
+			return fn
+		}
 	}
 	return ""
 }

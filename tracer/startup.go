@@ -220,8 +220,9 @@ func startupConfigFromEnv(getenv func(string) string, cfg *TraceConfig) []error 
 //
 // The tracer observes every dispatch (beat.Observer): DispatchBegin does
 // nothing; DispatchEnd is one atomic load once the process is ready. Ready
-// is two atomic loads after the first call. The analysis runs once, on the
-// tracer's own goroutine.
+// is two atomic loads once the process is ready and no warm start-up is in
+// progress. The analysis runs on the tracer's own goroutine, once per
+// start-up.
 type StartupTracer struct {
 	cold, warm atomic.Int64 // ns, set in code
 	enabled    atomic.Bool
