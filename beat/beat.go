@@ -303,13 +303,10 @@ func hookEnd(d unsafe.Pointer, scene string) {
 }
 
 // hookScene names the scene from a route pattern the net/http ServeMux
-// found. The innermost mux reports first, so the first pattern wins, and a
-// scene the program set itself is kept.
+// matched. Muxes match outer first, so the innermost, most specific pattern
+// is the last one set; a scene the handler sets itself comes later still.
 func hookScene(d unsafe.Pointer, scene string) {
-	dd := (*Dispatch)(d)
-	if dd.Scene() == "" {
-		dd.SetScene(scene)
-	}
+	(*Dispatch)(d).SetScene(scene)
 }
 
 // Current returns the dispatch the calling goroutine is in, or nil.

@@ -15,7 +15,8 @@ import (
 // request served by net/http and every test run by testing into a dispatch
 // with no change to the program.
 type stdHook struct {
-	recv, name string // receiver type (without *) and function name
+	recv, name string   // receiver type (without *) and function name
+	results    []string // result names the statement uses: checked
 	// stmt renders the statement inserted at the top of the body, given
 	// the names of the function's parameters (receiver first).
 	stmt func(params []string) string
@@ -38,10 +39,11 @@ var stdHooks = map[string][]stdHook{
 		{recv: "serverHandler", name: "ServeHTTP", stmt: func([]string) string {
 			return beginEnd(kindHTTP, `"http"`)
 		}},
-		// The route pattern is the scene: the mux sets Request.Pattern
-		// before calling the handler; report it once the handler returns.
-		{recv: "ServeMux", name: "ServeHTTP", stmt: func(p []string) string {
-			return fmt.Sprintf("if __matrix_on != 0 { defer func() { if %[1]s.Pattern != \"\" { __matrix_scene(%[1]s.Pattern) } }() }; ", p[2])
+		// The route pattern is the scene, named as soon as the mux has
+		// matched it (so a stuck request's lag report has it too); with
+		// nested muxes the innermost, most specific pattern is the last.
+		{recv: "ServeMux", name: "findHandler", results: []string{"h", "patStr"}, stmt: func(p []string) string {
+			return "if __matrix_on != 0 { defer func() { if patStr != \"\" { __matrix_scene(patStr) } }() }; "
 		}},
 	},
 	"testing": {
@@ -105,6 +107,9 @@ func PatchStd(pkg string, files []string, dir string) ([]string, error) {
 					continue
 				}
 				params := paramNames(fd)
+				if !hasResults(fd, hook.results) {
+					return nil, fmt.Errorf("patch %s: %s no longer has the results %v in this Go release; matrixexec does not support it", pkg, hookName(hook), hook.results)
+				}
 				texts = append(texts, hook.stmt(params))
 				pts = append(pts, insertion{fn: len(texts) - 1, offset: fset.Position(fd.Body.Lbrace).Offset + 1, resume: resumeDirective(fset, sf, fd.Body.Lbrace)})
 				found[h] = true
@@ -160,6 +165,23 @@ func recvTypeName(fd *ast.FuncDecl) string {
 		return id.Name
 	}
 	return ""
+}
+
+func hasResults(fd *ast.FuncDecl, want []string) bool {
+	have := map[string]bool{}
+	if fd.Type.Results != nil {
+		for _, f := range fd.Type.Results.List {
+			for _, n := range f.Names {
+				have[n.Name] = true
+			}
+		}
+	}
+	for _, w := range want {
+		if !have[w] {
+			return false
+		}
+	}
+	return true
 }
 
 // paramNames returns the receiver and parameter names, "_" for unnamed.

@@ -21,6 +21,7 @@ type config struct {
 	inlineBudget  int
 	logPath       string
 	zeroCode      string // zeroAuto, zeroOn or zeroOff
+	toolPath      string // the tool cmd/go runs through us, if any
 	log           zerolog.Logger
 }
 

@@ -47,6 +47,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if isToolPath(rest[0]) {
+		cfg.toolPath = rest[0]
 		err = toolexec(cfg, rest, stdin, stdout, stderr)
 	} else {
 		err = command(cfg, rest, stdin, stdout, stderr)

@@ -94,6 +94,16 @@ func configHash(cfg *config) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(h, "map:%s\n", m.Identity())
+	if cfg.zeroCode != zeroOff && mentionsSelf() {
+		// Main packages are compiled against the zero-code tracer, which
+		// cmd/go does not know they depend on: its sources are part of
+		// the configuration.
+		src, err := tracerSourceHash(goToolFor(cfg.toolPath))
+		if err != nil {
+			cfg.log.Warn().Err(err).Msg("zero-code tracer sources not hashed")
+		}
+		fmt.Fprintf(h, "tracer:%s\n", src)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -376,4 +377,39 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 		return err
 	}
 	return runTool(args, stdin, stdout, stderr)
+}
+
+// tracerSourceHash hashes the sources of the packages zero-code mode links
+// (this module's beat and tracer trees and its go.mod) as resolved in the
+// build's module graph.
+func tracerSourceHash(goTool string) (string, error) {
+	cmd := exec.Command(goTool, "list", "-m", "-f", "{{.Dir}}", blacklist.SelfModule)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locate %s: %w", blacklist.SelfModule, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	h := sha256.New()
+	for _, sub := range []string{"beat", "tracer"} {
+		err := filepath.WalkDir(filepath.Join(dir, sub), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(strings.TrimPrefix(path, dir)), len(data))
+			h.Write(data)
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("hash %s sources: %w", blacklist.SelfModule, err)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
