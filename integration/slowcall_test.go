@@ -31,7 +31,7 @@ func buildShop(t *testing.T, dir string, flags ...string) string {
 	args = append(args, "-o", bin, "./examples/shop")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = moduleRootDir(t)
-	cmd.Env = append(os.Environ(), "MATRIX_MAP="+filepath.Join(dir, "methodMapping.txt"))
+	cmd.Env = append(os.Environ(), "MATRIX_MAP="+sharedMap)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

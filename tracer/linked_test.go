@@ -228,7 +228,9 @@ func TestStartStopLeaksNoGoroutine(t *testing.T) {
 
 func TestConcurrentSlowDispatches(t *testing.T) {
 	cfg := DefaultTraceConfig()
-	cfg.EvilThreshold = 50 * time.Millisecond
+	// Long enough that scheduling delays on a loaded machine stay well
+	// under 30% of the dispatch, so the key is always the sleeping id.
+	cfg.EvilThreshold = 200 * time.Millisecond
 	p, got, _ := startPlugin(t, cfg)
 	const n = 50
 	var wg sync.WaitGroup
@@ -239,7 +241,7 @@ func TestConcurrentSlowDispatches(t *testing.T) {
 			id := uint32(1040100 + i)
 			beat.Run("worker", func() {
 				beat.Enter(id)
-				time.Sleep(80 * time.Millisecond)
+				time.Sleep(400 * time.Millisecond)
 				beat.Exit(id)
 			})
 		}()

@@ -1,0 +1,527 @@
+package corpus
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matrixgo/matrix/idalloc"
+)
+
+var corpusFlag = flag.String("corpus", "", "which modules to run: ci (the default subset), full, or off; overrides $MATRIX_CORPUS")
+
+// selection returns the corpus mode: the -corpus flag, else $MATRIX_CORPUS,
+// else "ci".
+func selection() string {
+	if *corpusFlag != "" {
+		return *corpusFlag
+	}
+	if v := os.Getenv("MATRIX_CORPUS"); v != "" {
+		return v
+	}
+	return "ci"
+}
+
+// TestCorpus runs the test suites of the corpus modules plain and built
+// with -toolexec=matrixexec and fails if a test that passes plain does not
+// pass instrumented.
+//
+// Each module's source is downloaded from the module proxy at its pinned
+// version, copied to a writable temporary directory, and tested there with
+// go test -json -count=1, first plain, then with GOFLAGS=-toolexec=matrixexec
+// (GOFLAGS so that go commands run by the tests themselves, such as
+// xxhash's plugin build, are instrumented too). All runs share the user's
+// GOCACHE and one mapping file, so the standard library is compiled under
+// matrixexec once per run.
+//
+// Tests that fail in both runs (network, environment, the Go version) are
+// not differences: they are listed in the log. A test that passes plain
+// but not instrumented is run again instrumented, with only its top-level
+// test selected, up to twice: if it then passes it is reported as flaky,
+// otherwise TestCorpus fails and shows the test's output.
+//
+// MATRIX_CORPUS_OUT=DIR keeps the go test -json logs in DIR.
+func TestCorpus(t *testing.T) {
+	mode := selection()
+	switch mode {
+	case "off":
+		t.Skip("corpus disabled (-corpus=off or MATRIX_CORPUS=off)")
+	case "ci", "full":
+	default:
+		t.Fatalf("-corpus=%q: want ci, full or off", mode)
+	}
+	if testing.Short() {
+		t.Skip("runs third-party test suites plain and under matrixexec (minutes); skipped in -short mode")
+	}
+	r := newRunner(t, mode)
+	var results []*result
+	for _, m := range corpus {
+		if mode == "ci" && !m.ci {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			if m.cgo && !cgoEnabled(t) {
+				t.Skip("needs cgo (CGO_ENABLED=1 and a C compiler)")
+			}
+			res := r.run(t, m)
+			results = append(results, res)
+		})
+	}
+	t.Log("summary (passing tests plain / instrumented):\n" + summary(results))
+}
+
+type runner struct {
+	mode      string
+	matrixexe string // the matrixexec binary
+	mapFile   string // MATRIX_MAP shared by every instrumented run
+	work      string // module copies
+	out       string // where the -json logs go
+}
+
+func newRunner(t *testing.T, mode string) *runner {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	r := &runner{
+		mode:      mode,
+		matrixexe: filepath.Join(tmp, "bin", "matrixexec"),
+		mapFile:   filepath.Join(tmp, "map", "methodMapping.txt"),
+		work:      filepath.Join(tmp, "src"),
+		out:       filepath.Join(tmp, "logs"),
+	}
+	if d := os.Getenv("MATRIX_CORPUS_OUT"); d != "" {
+		r.out = d
+	}
+	for _, d := range []string{filepath.Dir(r.mapFile), r.work, r.out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "build", "-o", r.matrixexe, "./cmd/matrixexec")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building matrixexec: %v\n%s", err, out)
+	}
+	return r
+}
+
+func cgoEnabled(t *testing.T) bool {
+	out, err := exec.Command("go", "env", "CGO_ENABLED").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "1" {
+		return false
+	}
+	out, err = exec.Command("go", "env", "CC").Output()
+	if err != nil {
+		return false
+	}
+	_, err = exec.LookPath(strings.TrimSpace(string(out)))
+	return err == nil
+}
+
+// result is the outcome of one module.
+type result struct {
+	m                  module
+	pkgs               []string
+	plain, instr       *testRun
+	missing            []string // passed plain, not instrumented, even on reruns
+	flaky              []string // passed plain, failed instrumented once, then passed
+	onlyInstr          []string // passed instrumented, not plain
+	failedBoth         []string
+	plainDur, instrDur time.Duration
+	funcs              int // functions of the module with an id in the map
+}
+
+func (r *runner) run(t *testing.T, m module) *result {
+	res := &result{m: m, pkgs: m.pkgs}
+	if r.mode == "ci" && m.ciPkgs != nil {
+		res.pkgs = m.ciPkgs
+	}
+	if res.pkgs == nil {
+		res.pkgs = []string{"./..."}
+	}
+	dir := r.fetch(t, m)
+	t.Logf("%s@%s (%s): go test %s", m.path, m.version, m.why, strings.Join(append(slices.Clone(m.flags), res.pkgs...), " "))
+
+	start := time.Now()
+	res.plain = r.goTest(t, m, dir, false, res.pkgs, m.flags, "plain")
+	res.plainDur = time.Since(start)
+	if len(res.plain.passed()) == 0 {
+		t.Fatalf("no test passed in the plain run: the module or the environment is broken\n%s", res.plain.diagnostics())
+	}
+	start = time.Now()
+	res.instr = r.goTest(t, m, dir, true, res.pkgs, m.flags, "instrumented")
+	res.instrDur = time.Since(start)
+	res.funcs = r.instrumentedFuncs(t, m)
+	if res.funcs == 0 {
+		t.Errorf("no function of %s has an id in the map: the module was not instrumented", m.path)
+	}
+
+	plainPass, instrPass := res.plain.passed(), res.instr.passed()
+	var lost []string
+	for k := range plainPass {
+		if !instrPass[k] {
+			lost = append(lost, k)
+		}
+	}
+	for k := range instrPass {
+		if !plainPass[k] {
+			res.onlyInstr = append(res.onlyInstr, k)
+		}
+	}
+	for k, a := range res.plain.final {
+		if a == "fail" && res.instr.final[k] == "fail" {
+			res.failedBoth = append(res.failedBoth, k)
+		}
+	}
+	if len(lost) > 0 {
+		res.missing, res.flaky = r.rerun(t, m, dir, lost)
+	}
+	sort.Strings(res.onlyInstr)
+	sort.Strings(res.failedBoth)
+
+	t.Logf("plain: %d passed in %v; instrumented (%d functions of the module): %d passed in %v",
+		len(plainPass), res.plainDur.Round(time.Second), res.funcs, len(instrPass), res.instrDur.Round(time.Second))
+	if len(res.failedBoth) > 0 {
+		t.Logf("%d tests fail in both runs (not differences):\n\t%s", len(res.failedBoth), strings.Join(res.failedBoth, "\n\t"))
+	}
+	if len(res.onlyInstr) > 0 {
+		t.Logf("%d tests pass only instrumented (flaky plain?):\n\t%s", len(res.onlyInstr), strings.Join(res.onlyInstr, "\n\t"))
+	}
+	if len(res.flaky) > 0 {
+		t.Logf("%d tests failed instrumented, then passed when run again (flaky):\n\t%s", len(res.flaky), strings.Join(res.flaky, "\n\t"))
+	}
+	if len(res.missing) > 0 {
+		t.Errorf("%d tests pass plain but not with -toolexec=matrixexec:\n\t%s\n%s",
+			len(res.missing), strings.Join(res.missing, "\n\t"), res.instr.diagnosticsFor(res.missing))
+	}
+	return res
+}
+
+// instrumentedFuncs counts the functions of module m in the shared map.
+func (r *runner) instrumentedFuncs(t *testing.T, m module) int {
+	entries, _, err := idalloc.Load(r.mapFile)
+	if err != nil {
+		t.Errorf("reading the map: %v", err)
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Pkg == m.path || strings.HasPrefix(e.Pkg, m.path+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// fetch downloads the module and returns a writable copy of its source.
+func (r *runner) fetch(t *testing.T, m module) string {
+	cmd := exec.Command("go", "mod", "download", "-json", m.path+"@"+m.version)
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	cmd.Dir = r.work
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &info); jerr != nil || info.Error != "" || info.Dir == "" {
+		t.Fatalf("go mod download %s@%s: %v %s %s", m.path, m.version, err, info.Error, stderrOf(err))
+	}
+	dst := filepath.Join(r.work, m.name)
+	if err := copyTree(info.Dir, dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(ee.Stderr)
+	}
+	return ""
+}
+
+// copyTree copies a module's source tree, making it writable (the module
+// cache is read-only; tests write testdata and go.sum).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil // module zips hold regular files only
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm()|0o200)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+// goTest runs go test -json in dir and parses its events.
+func (r *runner) goTest(t *testing.T, m module, dir string, instrumented bool, pkgs, extra []string, label string) *testRun {
+	timeout := m.timeout
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	args := []string{"test", "-count=1", "-json", "-timeout=" + timeout.String()}
+	args = append(args, extra...)
+	args = append(args, pkgs...)
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	goflags := "-mod=mod -buildvcs=false"
+	if instrumented {
+		goflags += " -toolexec=" + r.matrixexe
+	}
+	cmd.Env = append(os.Environ(),
+		"GOFLAGS="+goflags,
+		"GOWORK=off",
+		"GOTOOLCHAIN=local",
+		"MATRIX_MAP="+r.mapFile,
+		"MATRIX_REPORT=",
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	name := fmt.Sprintf("%s.%s.json", m.name, strings.ReplaceAll(label, " ", "-"))
+	if werr := os.WriteFile(filepath.Join(r.out, name), stdout.Bytes(), 0o644); werr != nil {
+		t.Log(werr)
+	}
+	tr := parseEvents(&stdout)
+	tr.stderr = stderr.String()
+	tr.err = err
+	if ctx.Err() != nil {
+		t.Fatalf("%s run of %s timed out", label, m.name)
+	}
+	return tr
+}
+
+// testRun is the parsed output of one go test -json.
+type testRun struct {
+	final       map[string]string   // "pkg Test" -> pass, fail or skip
+	output      map[string][]string // "pkg Test" -> its output lines
+	pkgOutput   map[string][]string // package (or build) output
+	failedPkgs  []string
+	stderr      string
+	err         error
+	parseErrors int
+}
+
+type event struct {
+	Action      string
+	Package     string
+	ImportPath  string
+	Test        string
+	Output      string
+	FailedBuild string
+}
+
+func key(pkg, test string) string { return pkg + " " + test }
+
+func parseEvents(r io.Reader) *testRun {
+	tr := &testRun{final: map[string]string{}, output: map[string][]string{}, pkgOutput: map[string][]string{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var e event
+		if err := json.Unmarshal(line, &e); err != nil {
+			tr.parseErrors++
+			continue
+		}
+		switch e.Action {
+		case "output", "build-output":
+			pkg := e.Package
+			if pkg == "" {
+				pkg = e.ImportPath
+			}
+			if e.Test != "" {
+				k := key(pkg, e.Test)
+				tr.output[k] = append(tr.output[k], e.Output)
+			} else {
+				tr.pkgOutput[pkg] = append(tr.pkgOutput[pkg], e.Output)
+			}
+		case "pass", "fail", "skip":
+			if e.Test != "" {
+				tr.final[key(e.Package, e.Test)] = e.Action
+			} else if e.Action == "fail" {
+				tr.failedPkgs = append(tr.failedPkgs, e.Package)
+			}
+		}
+	}
+	return tr
+}
+
+func (tr *testRun) passed() map[string]bool {
+	p := map[string]bool{}
+	for k, a := range tr.final {
+		if a == "pass" {
+			p[k] = true
+		}
+	}
+	return p
+}
+
+// diagnostics describes a run that went wrong as a whole.
+func (tr *testRun) diagnostics() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "go test: %v\n", tr.err)
+	for _, p := range tr.failedPkgs {
+		fmt.Fprintf(&b, "--- package %s\n%s", p, tail(tr.pkgOutput[p], 40))
+	}
+	fmt.Fprintf(&b, "--- stderr\n%s", tail(strings.SplitAfter(tr.stderr, "\n"), 40))
+	return b.String()
+}
+
+// diagnosticsFor returns the output of the given tests, and of their
+// packages when they did not run at all (a build failure).
+func (tr *testRun) diagnosticsFor(keys []string) string {
+	var b strings.Builder
+	pkgs := map[string]bool{}
+	for i, k := range keys {
+		if i == 20 {
+			fmt.Fprintf(&b, "... and %d more\n", len(keys)-i)
+			break
+		}
+		if out, ok := tr.output[k]; ok {
+			fmt.Fprintf(&b, "--- %s (%s)\n%s", k, orNone(tr.final[k]), tail(out, 30))
+		} else {
+			pkg, _, _ := strings.Cut(k, " ")
+			pkgs[pkg] = true
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(pkgs)) {
+		out := tr.pkgOutput[p]
+		for ip, o := range tr.pkgOutput { // build output is keyed "p [p.test]"
+			if strings.HasPrefix(ip, p+" [") {
+				out = append(out, o...)
+			}
+		}
+		fmt.Fprintf(&b, "--- package %s did not run the tests\n%s", p, tail(out, 40))
+	}
+	if tr.stderr != "" {
+		fmt.Fprintf(&b, "--- stderr\n%s", tail(strings.SplitAfter(tr.stderr, "\n"), 40))
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no result"
+	}
+	return s
+}
+
+func tail(lines []string, n int) string {
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("[%d lines cut]\n", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	s := strings.Join(lines, "")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s
+}
+
+// rerun runs the top-level tests of the lost keys again instrumented, up to
+// twice, and splits the keys into those that still do not pass and flaky
+// ones.
+func (r *runner) rerun(t *testing.T, m module, dir string, lost []string) (missing, flaky []string) {
+	byPkg := map[string]map[string]bool{}
+	for _, k := range lost {
+		pkg, test, _ := strings.Cut(k, " ")
+		top, _, _ := strings.Cut(test, "/")
+		if byPkg[pkg] == nil {
+			byPkg[pkg] = map[string]bool{}
+		}
+		byPkg[pkg][top] = true
+	}
+	passedInstr := map[string]bool{}
+	for pkg, tops := range byPkg {
+		var quoted []string
+		for top := range tops {
+			quoted = append(quoted, regexp.QuoteMeta(top))
+		}
+		sort.Strings(quoted)
+		run := "-run=^(" + strings.Join(quoted, "|") + ")$"
+		for attempt := 1; attempt <= 2; attempt++ {
+			tr := r.goTest(t, m, dir, true, []string{pkg}, append([]string{run}, m.flags...), fmt.Sprintf("rerun %d instrumented %s", attempt, strings.ReplaceAll(pkg, "/", "_")))
+			for k := range tr.passed() {
+				passedInstr[k] = true
+			}
+			if !slices.ContainsFunc(lost, func(k string) bool { return strings.HasPrefix(k, pkg+" ") && !passedInstr[k] }) {
+				break
+			}
+		}
+	}
+	for _, k := range lost {
+		if passedInstr[k] {
+			flaky = append(flaky, k)
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(flaky)
+	return missing, flaky
+}
+
+func summary(results []*result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-14s %-10s %7s %8s %8s %6s %6s %6s %9s %9s\n", "module", "version", "funcs", "plain", "instr", "lost", "flaky", "both✗", "t plain", "t instr")
+	for _, r := range results {
+		if r.plain == nil || r.instr == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%-14s %-10s %7d %8d %8d %6d %6d %6d %9v %9v\n", r.m.name, r.m.version, r.funcs,
+			len(r.plain.passed()), len(r.instr.passed()), len(r.missing), len(r.flaky), len(r.failedBoth),
+			r.plainDur.Round(time.Second), r.instrDur.Round(time.Second))
+	}
+	return b.String()
+}
