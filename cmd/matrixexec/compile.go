@@ -77,7 +77,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		}
 	}
 	if newFiles != nil {
-		args = append(args[:first:first], newFiles...)
+		args = append(trimTemp(args[:first], tmp), newFiles...)
 	}
 	out, _ := flagValue(args, "o")
 	args, err = toolArgs(args, tmp)
@@ -91,6 +91,28 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return after(out)
 	}
 	return nil
+}
+
+// trimTemp returns the compiler flags with dir, where the rewritten files
+// are, trimmed from file names (as cmd/go trims the $WORK directory where
+// cmd/cover writes its files). Untrimmed, the random directory name would
+// be in the export data, whose hash identifies the package: separate
+// compiles of one package would differ, and plugin.Open would refuse a
+// plugin ("built with a different version of package runtime").
+func trimTemp(flags []string, dir string) []string {
+	rule := dir + "=>"
+	out := append([]string(nil), flags...)
+	for i, a := range out {
+		if a == "-trimpath" && i+1 < len(out) {
+			out[i+1] = rule + ";" + out[i+1]
+			return out
+		}
+		if v, ok := strings.CutPrefix(a, "-trimpath="); ok {
+			out[i] = "-trimpath=" + rule + ";" + v
+			return out
+		}
+	}
+	return append(out, "-trimpath", rule)
 }
 
 // linkBeat swaps the beat package's no-op runtime binding for the one that
