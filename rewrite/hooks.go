@@ -31,6 +31,17 @@ const HooksFileName = "zz_matrix_hooks.go"
 //
 // The name table is one string: a line with the package path, then one line
 // per function "<id> <name> <file:line>".
+//
+// The file must be the first of the package handed to the compiler: the
+// instrumented functions reference __matrix_on, and package-level variables
+// are initialized in declaration order, a variable waiting for the variables
+// its initializer references. Declared after the package's own variables,
+// __matrix_on would delay every variable whose initializer calls an
+// instrumented function, and code that relies on declaration order for a
+// dependency the compiler does not track (through an interface method)
+// would read them uninitialized. The names are registered by a variable
+// initializer, not an init function: first, an init function would shift
+// the numbering of the package's own (init.0, init.1, …).
 func (p *Plan) HooksFile(ids []uint32) []byte {
 	var names strings.Builder
 	names.WriteString(p.opts.PkgPath)
@@ -67,7 +78,9 @@ var %s = struct {
 	data string
 }{data: %s}
 
-func init() { %s(__matrix_unsafe.Pointer(&%s)) }
+var _ = __matrix_registerNames()
+
+func __matrix_registerNames() bool { %s(__matrix_unsafe.Pointer(&%s)); return true }
 `+p.mainDecl(), p.PkgName,
 		HookActive, HookActive,
 		HookEnter, HookEnter,

@@ -143,7 +143,9 @@ func PatchStd(pkg string, files []string, dir string) ([]string, error) {
 	if err := os.WriteFile(decls, fmt.Appendf(nil, stdHooksDecls, pkgName), 0o644); err != nil {
 		return nil, fmt.Errorf("patch %s: %w", pkg, err)
 	}
-	return append(out, decls), nil
+	// First, so that __matrix_on precedes the package's own variables in
+	// declaration order (see Plan.HooksFile).
+	return append([]string{decls}, out...), nil
 }
 
 func hookName(h stdHook) string {

@@ -209,7 +209,9 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
 	}
 	cfg.log.Debug().Str("pkg", pkg).Int("instrumented", len(plan.Funcs)).Int("skipped", len(plan.Skips)).Msg("instrumented")
-	return append(newFiles, hooksPath), nil
+	// First: it declares __matrix_on, which must precede the package's own
+	// variables in declaration order (see rewrite.Plan.HooksFile).
+	return append([]string{hooksPath}, newFiles...), nil
 }
 
 // pkgKey is the package path under which functions are recorded in the

@@ -145,6 +145,7 @@ type result struct {
 	flaky              []string // passed plain, failed instrumented once, then passed
 	onlyInstr          []string // passed instrumented, not plain
 	failedBoth         []string
+	unstable           []string // parents of subtests with run-dependent names
 	plainDur, instrDur time.Duration
 	funcs              int // functions of the module with an id in the map
 }
@@ -175,32 +176,20 @@ func (r *runner) run(t *testing.T, m module) *result {
 	}
 
 	plainPass, instrPass := res.plain.passed(), res.instr.passed()
-	var lost []string
-	for k := range plainPass {
-		if !instrPass[k] {
-			lost = append(lost, k)
-		}
-	}
-	for k := range instrPass {
-		if !plainPass[k] {
-			res.onlyInstr = append(res.onlyInstr, k)
-		}
-	}
-	for k, a := range res.plain.final {
-		if a == "fail" && res.instr.final[k] == "fail" {
-			res.failedBoth = append(res.failedBoth, k)
-		}
-	}
+	d := compare(res.plain.final, res.instr.final)
+	res.onlyInstr, res.failedBoth, res.unstable = d.onlyInstr, d.failedBoth, d.unstable
+	lost := d.lost
 	if len(lost) > 0 {
 		res.missing, res.flaky = r.rerun(t, m, dir, lost)
 	}
-	sort.Strings(res.onlyInstr)
-	sort.Strings(res.failedBoth)
 
 	t.Logf("plain: %d passed in %v; instrumented (%d functions of the module): %d passed in %v",
 		len(plainPass), res.plainDur.Round(time.Second), res.funcs, len(instrPass), res.instrDur.Round(time.Second))
 	if len(res.failedBoth) > 0 {
 		t.Logf("%d tests fail in both runs (not differences):\n\t%s", len(res.failedBoth), strings.Join(res.failedBoth, "\n\t"))
+	}
+	if len(res.unstable) > 0 {
+		t.Logf("%d tests have subtests whose names change from run to run (addresses, times); their passing subtests are counted instead:\n\t%s", len(res.unstable), strings.Join(res.unstable, "\n\t"))
 	}
 	if len(res.onlyInstr) > 0 {
 		t.Logf("%d tests pass only instrumented (flaky plain?):\n\t%s", len(res.onlyInstr), strings.Join(res.onlyInstr, "\n\t"))
@@ -213,6 +202,86 @@ func (r *runner) run(t *testing.T, m module) *result {
 			len(res.missing), strings.Join(res.missing, "\n\t"), res.instr.diagnosticsFor(res.missing))
 	}
 	return res
+}
+
+// diff is the comparison of the final test results of two runs.
+type diff struct {
+	lost       []string // pass plain, not instrumented
+	onlyInstr  []string // pass instrumented, not plain
+	failedBoth []string
+	unstable   []string // "<parent>: N/M" for subtests with run-dependent names
+}
+
+// compare compares the final results ("pkg Test/sub" -> action) of a plain
+// and an instrumented run.
+//
+// Some suites name subtests after their values (pointers, function
+// addresses, the current time), so those names differ between any two runs.
+// A test present in only one run is counted under its nearest ancestor
+// present in both: the ancestor is lost if fewer of its unmatched subtests
+// pass instrumented than plain. (A parent passes only if all its subtests
+// pass, so the ancestor's own result is compared as well.) A test with no
+// such ancestor is compared as absent.
+func compare(plain, instr map[string]string) diff {
+	var d diff
+	type counts struct{ plain, instr int }
+	groups := map[string]*counts{}
+	ancestor := func(k string, other map[string]string) (string, bool) {
+		for {
+			i := strings.LastIndexByte(k, '/')
+			if i < 0 || !strings.Contains(k[:i], " ") {
+				return "", false
+			}
+			k = k[:i]
+			if _, ok := other[k]; ok {
+				return k, true
+			}
+		}
+	}
+	for k, a := range plain {
+		b, ok := instr[k]
+		switch {
+		case ok && a == "pass" && b != "pass":
+			d.lost = append(d.lost, k)
+		case ok && a == "fail" && b == "fail":
+			d.failedBoth = append(d.failedBoth, k)
+		case !ok && a == "pass":
+			if anc, ok := ancestor(k, instr); ok {
+				if groups[anc] == nil {
+					groups[anc] = &counts{}
+				}
+				groups[anc].plain++
+			} else {
+				d.lost = append(d.lost, k)
+			}
+		}
+	}
+	for k, b := range instr {
+		a, ok := plain[k]
+		switch {
+		case ok && b == "pass" && a != "pass":
+			d.onlyInstr = append(d.onlyInstr, k)
+		case !ok && b == "pass":
+			if anc, ok := ancestor(k, plain); ok {
+				if groups[anc] == nil {
+					groups[anc] = &counts{}
+				}
+				groups[anc].instr++
+			} else {
+				d.onlyInstr = append(d.onlyInstr, k)
+			}
+		}
+	}
+	for anc, c := range groups {
+		d.unstable = append(d.unstable, fmt.Sprintf("%s: %d subtests pass plain, %d instrumented", anc, c.plain, c.instr))
+		if c.instr < c.plain && !slices.Contains(d.lost, anc) {
+			d.lost = append(d.lost, anc)
+		}
+	}
+	for _, l := range [][]string{d.lost, d.onlyInstr, d.failedBoth, d.unstable} {
+		sort.Strings(l)
+	}
+	return d
 }
 
 // instrumentedFuncs counts the functions of module m in the shared map.
