@@ -88,7 +88,7 @@ func run() error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	step("the slow request's report (" + matrixexec + " show " + report + "):")
+	step("the reports (" + matrixexec + " show " + report + "):")
 	show := exec.Command(matrixexec, "show", report)
 	show.Stdout, show.Stderr = os.Stdout, os.Stderr
 	return show.Run()
