@@ -96,6 +96,9 @@ func (d *Dispatch) End() {
 		d.depth--
 		return
 	}
+	// The clock goroutine may lag on a loaded machine: the dispatch's own
+	// bounds are read from the monotonic clock.
+	rtSetNow(max(nowMs(), rtGetNow()))
 	rtExit(DispatchID)
 	rtSwapRing(d.outer)
 	d.end = time.Now()

@@ -54,7 +54,9 @@ func selection() string {
 // not differences: they are listed in the log. A test that passes plain
 // but not instrumented is run again instrumented, with only its top-level
 // test selected, up to twice: if it then passes it is reported as flaky,
-// otherwise TestCorpus fails and shows the test's output.
+// otherwise TestCorpus fails and shows the test's output. Subtests named
+// after run-dependent values (addresses, times) are compared by count under
+// their parent (see compare).
 //
 // MATRIX_CORPUS_OUT=DIR keeps the go test -json logs in DIR.
 func TestCorpus(t *testing.T) {

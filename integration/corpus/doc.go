@@ -8,7 +8,7 @@
 // modules_test.go. By default it runs a fast subset (skipped in -short
 // mode); the whole corpus runs with
 //
-//	MATRIX_CORPUS=full go test ./integration/corpus -run TestCorpus -v -timeout=2h
+//	MATRIX_CORPUS=full go test ./integration/corpus -run TestCorpus -v -timeout 1h
 //
 // See the "Corpus" section of the README.
 package corpus

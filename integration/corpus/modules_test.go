@@ -36,7 +36,7 @@ var corpus = []module{
 	},
 	{
 		name: "xxhash", path: "github.com/cespare/xxhash/v2", version: "v2.3.0",
-		why:    "assembly (amd64, arm64) with //go:noescape declarations; the dynamic test builds a plugin with -buildmode=plugin",
+		why:    "assembly (amd64, arm64; NOSPLIT) behind //go:noescape declarations; its dynamic test builds and loads a plugin (-buildmode=plugin)",
 		ci:     true,
 		ciPkgs: []string{"."},
 	},
@@ -65,7 +65,8 @@ var corpus = []module{
 	},
 	{
 		name: "json-iterator", path: "github.com/json-iterator/go", version: "v1.1.12",
-		why: "unsafe and linkname: json-iterator and its dependency modern-go/reflect2 (instrumented too) pull runtime and reflect internals with //go:linkname and build codecs with unsafe pointers",
+		why: "unsafe, linkname and //go:nosplit: json-iterator and its dependency modern-go/reflect2 (instrumented too) pull reflect internals with //go:linkname and build codecs on unsafe pointers",
+		ci:  true,
 	},
 	{
 		name: "testify", path: "github.com/stretchr/testify", version: "v1.12.1",
