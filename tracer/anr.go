@@ -183,19 +183,13 @@ func (t *ANRTracer) Name() string { return ANRTracerName }
 // SetLagThreshold changes the LAG threshold at run time
 // (DefaultLagThreshold if lag <= 0). A lag_ms in the DynamicConfig wins.
 func (t *ANRTracer) SetLagThreshold(lag time.Duration) {
-	if lag <= 0 {
-		lag = DefaultLagThreshold
-	}
-	t.lag.Store(int64(lag))
+	storeThreshold(&t.lag, lag, DefaultLagThreshold)
 }
 
 // SetANRThreshold changes the ANR threshold at run time
 // (DefaultANRThreshold if anr <= 0). An anr_ms in the DynamicConfig wins.
 func (t *ANRTracer) SetANRThreshold(anr time.Duration) {
-	if anr <= 0 {
-		anr = DefaultANRThreshold
-	}
-	t.anr.Store(int64(anr))
+	storeThreshold(&t.anr, anr, DefaultANRThreshold)
 }
 
 // SetEnabled switches the watchdog on or off at run time; while off, a

@@ -3,6 +3,7 @@ package tracer
 import (
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -117,4 +118,12 @@ func safeGet(dc DynamicConfig, key string) (v string, ok bool) {
 		}
 	}()
 	return dc.Get(key)
+}
+
+// storeThreshold stores d in a tracer's run-time setting, or def if d <= 0.
+func storeThreshold(a *atomic.Int64, d, def time.Duration) {
+	if d <= 0 {
+		d = def
+	}
+	a.Store(int64(d))
 }

@@ -268,19 +268,13 @@ func (t *StartupTracer) Name() string { return StartupTracerName }
 // SetColdThreshold changes the cold threshold at run time
 // (DefaultColdStartupThreshold if threshold <= 0).
 func (t *StartupTracer) SetColdThreshold(threshold time.Duration) {
-	if threshold <= 0 {
-		threshold = DefaultColdStartupThreshold
-	}
-	t.cold.Store(int64(threshold))
+	storeThreshold(&t.cold, threshold, DefaultColdStartupThreshold)
 }
 
 // SetWarmThreshold changes the warm threshold at run time
 // (DefaultWarmStartupThreshold if threshold <= 0).
 func (t *StartupTracer) SetWarmThreshold(threshold time.Duration) {
-	if threshold <= 0 {
-		threshold = DefaultWarmStartupThreshold
-	}
-	t.warm.Store(int64(threshold))
+	storeThreshold(&t.warm, threshold, DefaultWarmStartupThreshold)
 }
 
 // SetEnabled switches the tracer's reports on or off at run time.
