@@ -1,0 +1,419 @@
+#!/usr/bin/env bash
+# bench/run.sh reproduces every table of BENCHMARKS.md in one run:
+#
+#   1. per instrumented call: our hooks in three recorder states beside an
+#      empty call, clocks, -cover counters, trace regions, pprof labels and
+#      OpenTelemetry spans (go test -bench, plus callgrind instruction counts);
+#   2. real libraries' own benchmarks (github.com/valyala/fastjson,
+#      github.com/rs/zerolog) plain, instrumented but not recording, and
+#      recording;
+#   3. an HTTP service under wrk load on 127.0.0.1, plain vs instrumented with
+#      every request a recorded dispatch;
+#   4. build time of google.golang.org/protobuf (./..., 147 packages): first,
+#      warm, one-file edit and cold builds, plain vs instrumented, and the
+#      wrapper's peak memory;
+#   5. the recorder's memory under 10,000 concurrent dispatches.
+#
+# Usage (from anywhere):
+#
+#   bench/run.sh                 full run, about 12-15 minutes on 2 cores
+#   QUICK=1 bench/run.sh         quick mode: fewer rounds, shorter runs (~5 min)
+#   BENCH_GROUPS="1 3" bench/run.sh   only some groups
+#   CALLGRIND=0|1 bench/run.sh   instruction counts off/on (default: on in full mode)
+#   OUT=/some/dir bench/run.sh   where raw outputs and tables.md go
+#                                (default: a new directory under /tmp)
+#
+# Plain and instrumented measurements are interleaved round by round, and
+# every ratio is the median of per-round ratios: the machine is shared and
+# noisy, and a drift in load then hits both sides of a ratio alike. Nothing
+# here passes or fails on a time; the tables state the targets beside the
+# measured ratios. Needs: go, wrk (apt-get install wrk), benchstat
+# (go install golang.org/x/perf/cmd/benchstat@latest; optional), valgrind
+# (optional: instruction counts). Network: the module proxy for the first
+# run (fastjson, protobuf, OpenTelemetry), and 127.0.0.1 only for the load
+# test.
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$BENCH/.." && pwd)
+QUICK=${QUICK:-0}
+GROUPS_=${BENCH_GROUPS:-"1 2 3 4 5"}
+OUT=${OUT:-$(mktemp -d /tmp/matrix-bench.XXXXXX)}
+mkdir -p "$OUT"
+TMP=$(mktemp -d /tmp/matrix-bench-work.XXXXXX)
+SERVER_PID=
+cleanup() {
+	if [[ -n $SERVER_PID ]]; then kill "$SERVER_PID" 2>/dev/null || true; fi
+	chmod -R u+w "$TMP" 2>/dev/null || true
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+if [[ $QUICK == 1 ]]; then
+	R1=3 BT1=50ms CG=0 # group 1: rounds, benchtime, callgrind
+	R2=2 BT2=30ms      # group 2
+	R3=1 D3=4           # group 3: rounds, seconds per run
+	RW=2 RE=2 RC=0      # group 4: warm, edit and cold rounds
+else
+	R1=12 BT1=100ms CG=1
+	R2=5 BT2=60ms
+	R3=3 D3=10
+	RW=5 RE=3 RC=1
+fi
+CG=${CALLGRIND:-$CG}
+command -v valgrind >/dev/null || CG=0
+BENCHSTAT=$(command -v benchstat || echo "$(go env GOPATH)/bin/benchstat")
+[[ -x $BENCHSTAT ]] || BENCHSTAT=
+
+# No tracing unless a step asks for it.
+unset MATRIX_REPORT MATRIX_DEBUG_HOOKS MATRIX_STARTUP MATRIX_LOG MATRIX_MAP MATRIX_BLACKLIST GOFLAGS
+export GOFLAGS=-buildvcs=false
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+has() { [[ " $GROUPS_ " == *" $1 "* ]]; }
+
+log "output in $OUT"
+MX=$TMP/matrixexec
+# Groups 1 and 5 instrument only the measured package (user/hot), with the
+# inlinable-function filter off so that its tiny functions get hooks.
+# Method maps live in bench/.matrix (git-ignored, like every
+# methodMapping.txt): a map's identity is part of matrixexec's tool id, so
+# keeping them lets the next run reuse the instrumented standard library.
+HOOKS_TOOLEXEC="$MX -inline-budget -1 -blacklist $BENCH/hooks.blacklist -map $BENCH/.matrix/hooks/methodMapping.txt"
+(cd "$ROOT" && go build -o "$MX" ./cmd/matrixexec)
+(cd "$BENCH" && go build -o "$TMP/benchtables" ./cmd/benchtables && go build -o "$TMP/rsswrap" ./cmd/rsswrap)
+
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+	echo "go: $(go version)"
+	echo "matrix: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$ROOT" && git diff --quiet HEAD -- rewrite beat cmd 2>/dev/null || echo ' (with uncommitted changes to rewrite/beat/cmd)')"
+	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "mode: $([[ $QUICK == 1 ]] && echo quick || echo full)"
+} >"$OUT/env.txt"
+cat "$OUT/env.txt" >&2
+
+# ---------------------------------------------------------------------------
+# Group 1: per instrumented call.
+if has 1; then
+	log "group 1: building the hooks benchmark with matrixexec"
+	# -ldflags=-w drops DWARF only (same code): callgrind then attributes
+	# every instruction to its function exactly.
+	(cd "$BENCH" && go test -c -o "$TMP/hooks.test" -ldflags=-w -toolexec="$HOOKS_TOOLEXEC" ./hooks)
+	"$TMP/hooks.test" -test.run . >/dev/null # TestHookedRecords: the hooks record what we measure
+	# Each round runs five families of benchmarks, each in its own process
+	# together with the unit (Call/empty), so that every ratio divides two
+	# measurements taken seconds apart.
+	FAMILIES=(off idle rec clocks tracing)
+	fam_pattern() {
+		case $1 in
+		off | idle | rec) echo "^Benchmark(Call|Hook)\$/^(empty|$1)\$" ;;
+		clocks) echo '^BenchmarkCall$/^(empty|nanotime|time\.Now|cover-set|cover-atomic)$' ;;
+		tracing) echo '^BenchmarkCall$/^(empty|trace\.WithRegion-off|trace\.WithRegion-flightrec|pprof\.Do|otel-span)$' ;;
+		esac
+	}
+	for f in "${FAMILIES[@]}"; do : >"$OUT/g1-$f.txt"; done
+	for r in $(seq "$R1"); do
+		log "group 1: round $r/$R1"
+		for f in "${FAMILIES[@]}"; do
+			"$TMP/hooks.test" -test.run '^$' -test.bench "$(fam_pattern "$f")" -test.benchtime="$BT1" -test.count=1 >>"$OUT/g1-$f.txt"
+		done
+	done
+	: >"$OUT/g1-callgrind.txt"
+	if [[ $CG == 1 ]]; then
+		log "group 1: callgrind instruction counts"
+		# Instructions per iteration = instructions executed in the loop
+		# function and the functions it reaches that are named here, over
+		# the N+1 iterations the benchmark runs (a run of 1, then N).
+		N=100000
+		CGRE='hooks\.loop|user/hot\.|runtime\.matrix(Enter|Exit)'
+		for b in Call/empty Call/cover-set Call/cover-atomic \
+			Hook/off/hooked Hook/off/twin Hook/idle/hooked Hook/idle/twin Hook/rec/hooked Hook/rec/twin \
+			Hook/off/hooked-leaf Hook/off/twin-leaf Hook/idle/hooked-leaf Hook/idle/twin-leaf Hook/rec/hooked-leaf Hook/rec/twin-leaf; do
+			pat="^Benchmark${b%%/*}\$/^$(echo "${b#*/}" | sed 's|/|$/^|g')\$"
+			# With the recorder's clock goroutine running (idle, rec),
+			# callgrind now and then attributes a few of the loop's
+			# instructions to no function: two runs, the larger count kept.
+			# The other counts are exact and repeat to the instruction.
+			runs=1
+			[[ $b == Hook/idle/* || $b == Hook/rec/* ]] && runs=2
+			best=0
+			for _ in $(seq $runs); do
+				GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" \
+					"$TMP/hooks.test" -test.run '^$' -test.bench "$pat" -test.benchtime=${N}x >/dev/null 2>&1 || continue
+				c=$(callgrind_annotate --auto=no --threshold=100 "$TMP/cg.out" 2>/dev/null |
+					awk -v re="$CGRE" -v n=$((N + 1)) '$0 ~ re { gsub(",", "", $1); s += $1 } END { printf "%.1f", s / n }')
+				best=$(awk -v a="$best" -v b="$c" 'BEGIN { print (b > a ? b : a) }')
+			done
+			echo "$b $best" >>"$OUT/g1-callgrind.txt"
+		done
+	fi
+fi
+
+# ---------------------------------------------------------------------------
+# Group 2: real libraries' own benchmarks.
+#
+# Each library's test binary is built plain; by matrixexec with the library
+# kept out (a control: same patched runtime and toolchain path, no hook in
+# the library); instrumented with the default settings; and instrumented
+# with -inline-budget 200 (functions whose estimated inlining cost is at
+# most 200 are skipped, not just the inlinable ones up to 80). Each round
+# runs, from the module's directory (fastjson reads its testdata/): plain;
+# the control; instrumented, recorder off; -inline-budget 200, recorder
+# off; and instrumented in zero-code mode with
+# MATRIX_REPORT set, where every benchmark run is a recorded dispatch (a
+# slow-call threshold of a day: no report is written). With valgrind, the
+# instructions per op executed in the library's own functions (and the
+# hooks) are counted too, for a few benchmarks: a noise-free view.
+if has 2; then
+	# The control build: made by matrixexec like the others (patched
+	# runtime, same link), but with no hook in the library at all.
+	printf -- '-keeppackage %s\n' github.com/valyala/fastjson github.com/rs/zerolog >"$TMP/libs-kept.blacklist"
+	lib_run() { # name module callgrind-benchmarks pattern...
+		local name=$1 mod=$2 cgbench=$3
+		shift 3
+		local dir kinds=(plain none instr b200 rec)
+		dir=$(cd "$BENCH" && go list -m -f '{{.Dir}}' "$mod")
+		log "group 2: building $mod's tests"
+		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-plain.test" "$mod")
+		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-instr.test" -toolexec="$MX" "$mod")
+		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-b200.test" -toolexec="$MX -inline-budget 200" "$mod")
+		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-none.test" -toolexec="$MX -blacklist $TMP/libs-kept.blacklist" "$mod")
+		for kind in "${kinds[@]}"; do : >"$OUT/g2-$name-$kind.txt"; done
+		# One benchmark at a time, all builds back to back: a burst of load
+		# from elsewhere then hits the numbers of one ratio alike.
+		local names=() b
+		for p in "$@"; do
+			while read -r b; do names+=("$b"); done < <(cd "$dir" && "$TMP/$name-plain.test" -test.run '^$' -test.bench "$p" \
+				-test.benchtime=1x -test.cpu=1 | awk '/^Benchmark/ { sub(/^Benchmark/, "", $1); print $1 }')
+		done
+		for r in $(seq "$R2"); do
+			log "group 2: $name round $r/$R2 (${#names[@]} benchmarks)"
+			for b in "${names[@]}"; do
+				local pat
+				pat="^Benchmark$(echo "$b" | sed 's/[][\.*^$()+?{}|]/\\&/g; s|/|$/^|g')\$"
+				for kind in "${kinds[@]}"; do
+					local bin=$TMP/$name-$kind.test env=()
+					if [[ $kind == rec ]]; then
+						bin=$TMP/$name-instr.test
+						env=(MATRIX_REPORT="$TMP/lib-reports.jsonl" MATRIX_EVIL_THRESHOLD_MS=86400000)
+					fi
+					(cd "$dir" && env "${env[@]}" "$bin" -test.run '^$' -test.bench "$pat" -test.benchtime="$BT2" -test.count=1 -test.cpu=1) |
+						grep '^Benchmark' >>"$OUT/g2-$name-$kind.txt"
+				done
+			done
+		done
+		if [[ -n $BENCHSTAT ]]; then
+			(cd "$OUT" && "$BENCHSTAT" -filter '.unit:sec/op' plain=g2-$name-plain.txt control=g2-$name-none.txt \
+				instrumented=g2-$name-instr.txt budget200=g2-$name-b200.txt recording=g2-$name-rec.txt >"g2-$name-benchstat.txt" 2>&1) || true
+		fi
+		: >"$OUT/g2-$name-callgrind.txt"
+		if [[ $CG == 1 ]]; then
+			log "group 2: $name callgrind instruction counts"
+			local re="${mod}[./]|runtime.matrix"
+			for spec in $cgbench; do # pattern:N
+				local pat=${spec%:*} n=${spec##*:}
+				for kind in plain instr b200; do
+					local c1 c2
+					c1=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" "$n" "$re")
+					c2=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" $((2 * n)) "$re")
+					echo "$pat $kind $(awk -v a="$c1" -v b="$c2" -v n="$n" 'BEGIN {printf "%.0f", (b - a) / n}')" >>"$OUT/g2-$name-callgrind.txt"
+				done
+			done
+		fi
+	}
+	# Instructions executed in functions matching a regexp, over a run of
+	# the benchmark with -benchtime=Nx (the difference of two such runs is
+	# the cost of N iterations: start-up and the first run cancel out).
+	cg_count() { # dir binary pattern N regexp
+		(cd "$1" && GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$TMP/cg2.out" \
+			"$2" -test.run '^$' -test.bench "$3" -test.benchtime="$4x" -test.cpu=1 >/dev/null 2>&1) || true
+		callgrind_annotate --auto=no --threshold=100 "$TMP/cg2.out" 2>/dev/null |
+			awk -v re="$5" '$0 ~ re { gsub(",", "", $1); s += $1 } END { printf "%.0f", s }'
+	}
+	lib_run fastjson github.com/valyala/fastjson \
+		'^BenchmarkParse$/^twitter$/^fastjson$:20 ^BenchmarkValidate$/^twitter$/^fastjson$:20' \
+		'^Benchmark(Parse|Validate|ObjectGet)$/^(small|medium|large|canada|citm|twitter|items_10|items_1000)$/^(fastjson|lookups_8)$' \
+		'^Benchmark(MarshalTo|ArenaTypicalUse)$'
+	lib_run zerolog github.com/rs/zerolog \
+		'^BenchmarkInfo$:20000 ^BenchmarkLogFieldType$/^Str$:20000' \
+		'^Benchmark(LogEmpty|Disabled|Info|ContextFields|ContextAppend|LogFields|LogArrayObject)$' \
+		'^BenchmarkLogFieldType$/^(Str|Int|Float64|Time|Err|Bytes|Interface|Object)$'
+fi
+
+# ---------------------------------------------------------------------------
+# Group 3: HTTP service under load.
+if has 3; then
+	command -v wrk >/dev/null || {
+		echo "group 3 needs wrk: apt-get install -y wrk" >&2
+		exit 1
+	}
+	log "group 3: building the server plain and instrumented (zero-code mode)"
+	SRV=matrixbench.example/user/cmd/benchserver
+	(cd "$BENCH" && go build -o "$TMP/srv-plain" $SRV)
+	(cd "$BENCH" && go build -o "$TMP/srv-instr" -toolexec="$MX" $SRV)
+	start_server() { # kind
+		local env=()
+		[[ $1 == instr ]] && env=(MATRIX_REPORT="$TMP/http-reports.jsonl")
+		env "${env[@]}" "$TMP/srv-$1" -addr 127.0.0.1:0 >"$TMP/srv.out" 2>&1 &
+		SERVER_PID=$!
+		for _ in $(seq 100); do
+			ADDR=$(sed -n 's/^listening on //p' "$TMP/srv.out")
+			[[ -n $ADDR ]] && return 0
+			sleep 0.05
+		done
+		echo "server did not start" >&2
+		cat "$TMP/srv.out" >&2
+		exit 1
+	}
+	stop_server() {
+		kill -INT "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+		SERVER_PID=
+	}
+	to_us() { # 157.00us | 1.23ms | 1.01s
+		awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; else print n }'
+	}
+	: >"$OUT/g3.txt"
+	for r in $(seq "$R3"); do
+		for kind in plain instr; do
+			log "group 3: round $r/$R3, $kind"
+			start_server $kind
+			wrk -t1 -c8 -d1s "http://$ADDR/quote/42" >/dev/null # warm-up
+			wrk -t1 -c8 -d"${D3}s" --latency "http://$ADDR/quote/42" >"$TMP/wrk.txt"
+			rps=$(awk '/^Requests\/sec:/ {print $2}' "$TMP/wrk.txt")
+			p50=$(to_us "$(awk '$1 == "50%" {print $2}' "$TMP/wrk.txt")")
+			p99=$(to_us "$(awk '$1 == "99%" {print $2}' "$TMP/wrk.txt")")
+			reqs=$(awk '/requests in/ {print $1}' "$TMP/wrk.txt")
+			stats=$(curl -s "http://$ADDR/debug/beat" || echo '{}')
+			disp=$(echo "$stats" | sed -n 's/.*"Dispatches":\([0-9]*\).*/\1/p')
+			notrec=$(echo "$stats" | sed -n 's/.*"NotRecorded":\([0-9]*\).*/\1/p')
+			echo "$r $kind $rps $p50 $p99 $reqs ${disp:-0} ${notrec:-0}" >>"$OUT/g3.txt"
+			cp "$TMP/wrk.txt" "$OUT/g3-wrk-$kind-$r.txt"
+			stop_server
+		done
+	done
+fi
+
+# ---------------------------------------------------------------------------
+# Group 4: build time of a sizable real module.
+if has 4; then
+	PB=google.golang.org/protobuf@v1.36.10
+	log "group 4: fetching $PB"
+	PBSRC=$(cd "$TMP" && GOFLAGS=-mod=mod go mod download -json $PB | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+	cp -r "$PBSRC" "$TMP/pb"
+	chmod -R u+w "$TMP/pb"
+	(cd "$TMP/pb" && go mod download)
+	EDIT=$TMP/pb/internal/impl/message.go # package impl: the largest of the module
+	PBMAP=$TMP/pb.map
+	timed() { # phase kind round cache toolexec...
+		local phase=$1 kind=$2 round=$3 cache=$4
+		shift 4
+		local flags=()
+		[[ $# -gt 0 ]] && flags=(-toolexec="$*")
+		local t0 t1
+		t0=$(date +%s.%N)
+		(cd "$TMP/pb" && GOCACHE=$cache go build -x "${flags[@]}" -o "$TMP/pbbin-$kind/" ./... 2>"$TMP/x.txt")
+		t1=$(date +%s.%N)
+		local n
+		n=$(grep -c 'pkg/tool/[^ ]*/compile -o' "$TMP/x.txt" || true)
+		echo "$phase $kind $round $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}') $n" >>"$OUT/g4.txt"
+	}
+	: >"$OUT/g4.txt"
+	: >"$OUT/g4-rss-plain.txt"
+	: >"$OUT/g4-rss-instr.txt"
+	mkdir -p "$TMP/gc-plain" "$TMP/gc-instr"
+	log "group 4: first builds (empty caches, fresh method map, under rsswrap)"
+	timed first plain 1 "$TMP/gc-plain" "$TMP/rsswrap" "$OUT/g4-rss-plain.txt"
+	timed first instr 1 "$TMP/gc-instr" "$TMP/rsswrap" "$OUT/g4-rss-instr.txt" "$MX" -map "$PBMAP"
+	for r in $(seq "$RW"); do
+		log "group 4: warm round $r/$RW"
+		timed warm plain "$r" "$TMP/gc-plain"
+		timed warm instr "$r" "$TMP/gc-instr" "$MX" -map "$PBMAP"
+	done
+	for r in $(seq "$RE"); do
+		log "group 4: one-file edit round $r/$RE"
+		printf '\nvar _ = "matrix bench edit %d"\n' "$r" >>"$EDIT"
+		timed edit plain "$r" "$TMP/gc-plain"
+		timed edit instr "$r" "$TMP/gc-instr" "$MX" -map "$PBMAP"
+	done
+	for r in $(seq "$RC"); do
+		log "group 4: cold round $r/$RC (empty caches, method map kept)"
+		rm -rf "$TMP/gc-cold" "$TMP/pbbin-plain" "$TMP/pbbin-instr"
+		mkdir -p "$TMP/gc-cold"
+		timed cold plain "$r" "$TMP/gc-cold"
+		chmod -R u+w "$TMP/gc-cold"
+		rm -rf "$TMP/gc-cold"
+		mkdir -p "$TMP/gc-cold"
+		timed cold instr "$r" "$TMP/gc-cold" "$MX" -map "$PBMAP"
+		chmod -R u+w "$TMP/gc-cold"
+		rm -rf "$TMP/gc-cold"
+	done
+	(cd "$TMP/pb" && go list ./... | wc -l) >"$OUT/g4-packages.txt"
+fi
+
+# ---------------------------------------------------------------------------
+# Group 5: recorder memory.
+if has 5; then
+	log "group 5: 10,000 concurrent dispatches"
+	(cd "$BENCH" && go test -toolexec="$HOOKS_TOOLEXEC" -run '^$' -bench . -benchtime=1x -count=3 ./memory) >"$OUT/g5.txt" 2>&1 ||
+		{
+			cat "$OUT/g5.txt" >&2
+			exit 1
+		}
+fi
+
+# ---------------------------------------------------------------------------
+log "tables"
+{
+	echo "## Environment"
+	echo
+	sed 's/^/    /' "$OUT/env.txt"
+	echo
+	if has 1; then
+		echo "## 1. Per instrumented call"
+		echo
+		"$TMP/benchtables" hooks "$OUT"
+		echo
+	fi
+	if has 2; then
+		echo "## 2. Real libraries' own benchmarks"
+		echo
+		for lib in fastjson zerolog; do
+			echo "### $lib"
+			echo
+			"$TMP/benchtables" lib "$OUT" $lib
+			echo
+			if [[ -s $OUT/g2-$lib-benchstat.txt ]]; then
+				echo '<details><summary>benchstat</summary>'
+				echo
+				echo '```'
+				cat "$OUT/g2-$lib-benchstat.txt"
+				echo '```'
+				echo
+				echo '</details>'
+				echo
+			fi
+		done
+	fi
+	if has 3; then
+		echo "## 3. HTTP service under load"
+		echo
+		"$TMP/benchtables" http "$OUT"
+		echo
+	fi
+	if has 4; then
+		echo "## 4. Build time: google.golang.org/protobuf ($(cat "$OUT/g4-packages.txt") packages)"
+		echo
+		"$TMP/benchtables" build "$OUT"
+		echo
+	fi
+	if has 5; then
+		echo "## 5. Recorder memory, 10,000 goroutines each inside a dispatch"
+		echo
+		"$TMP/benchtables" memory "$OUT"
+		echo
+	fi
+} >"$OUT/tables.md"
+cat "$OUT/tables.md"
+log "done: $OUT/tables.md"
