@@ -66,24 +66,11 @@ func FuzzRewrite(f *testing.F) {
 		if len(src) > 1<<16 || bytes.Contains(src, []byte("__matrix_")) {
 			return
 		}
-		dir := t.TempDir()
-		path := filepath.Join(dir, "x.go")
-		if err := os.WriteFile(path, src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p, err := NewPlan([]string{path}, Options{PkgPath: "example.com/x"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, got, path := rewriteSource(t, string(src))
 		ids := make([]uint32, len(p.Funcs))
 		for i := range ids {
-			ids[i] = uint32(i + 1)
+			ids[i] = uint32(i + 1) // as rewriteSource numbers them
 		}
-		out, err := p.Apply(ids)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := out[0].Src
 		if got == nil {
 			return // nothing to instrument, or the original does not parse
 		}
