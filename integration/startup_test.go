@@ -120,15 +120,13 @@ func TestSlowStartupReport(t *testing.T) {
 		t.Fatalf("GET /products: %s", resp.Status)
 	}
 
-	var startup, trees []startupReport
-	var raw string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if startup, trees, raw = readStartupReports(t, report); len(startup) > 0 && len(trees) > 0 {
+		if startup, trees, _ := readStartupReports(t, report); len(startup) > 0 && len(trees) > 0 {
 			break
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // anything more shows up too
-	startup, trees, raw = readStartupReports(t, report)
+	startup, trees, raw := readStartupReports(t, report)
 	if len(startup) != 1 || len(trees) != 1 {
 		t.Fatalf("got %d Trace_StartUp and %d STARTUP reports, want 1 and 1:\n%s", len(startup), len(trees), raw)
 	}

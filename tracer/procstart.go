@@ -35,8 +35,6 @@ var processStartOnce = sync.OnceValue(func() procStartResult {
 	return procStartResult{at: at, source: source}
 })
 
-var errNoProcStart = errors.New("tracer: the process start time is not available on this OS")
-
 // procStartTicks returns field 22 (starttime: clock ticks since boot when
 // the process started) of the contents of /proc/<pid>/stat. The command
 // name (field 2) is in parentheses and may itself contain spaces and
