@@ -5,8 +5,8 @@
 #      empty call, clocks, -cover counters, trace regions, pprof labels and
 #      OpenTelemetry spans (go test -bench, plus callgrind instruction counts);
 #   2. real libraries' own benchmarks (github.com/valyala/fastjson,
-#      github.com/rs/zerolog) plain, instrumented but not recording, and
-#      recording;
+#      github.com/rs/zerolog): plain, a no-hook control built by matrixexec,
+#      instrumented but not recording, with -inline-budget 200, and recording;
 #   3. an HTTP service under wrk load on 127.0.0.1, plain vs instrumented with
 #      every request a recorded dispatch;
 #   4. build time of google.golang.org/protobuf (./..., 147 packages): first,
@@ -16,12 +16,16 @@
 #
 # Usage (from anywhere):
 #
-#   bench/run.sh                 full run, about 12-15 minutes on 2 cores
-#   QUICK=1 bench/run.sh         quick mode: fewer rounds, shorter runs (~5 min)
+#   bench/run.sh                 full run, about 11 minutes on 2 cores
+#                                (15 the first time: fetches, std compiles)
+#   QUICK=1 bench/run.sh         quick mode: fewer rounds, shorter runs, no
+#                                callgrind (~3 min)
 #   BENCH_GROUPS="1 3" bench/run.sh   only some groups
 #   CALLGRIND=0|1 bench/run.sh   instruction counts off/on (default: on in full mode)
 #   OUT=/some/dir bench/run.sh   where raw outputs and tables.md go
 #                                (default: a new directory under /tmp)
+#   TABLES_ONLY=1 OUT=/some/dir bench/run.sh
+#                                rebuild tables.md from the raw outputs there
 #
 # Plain and instrumented measurements are interleaved round by round, and
 # every ratio is the median of per-round ratios: the machine is shared and
@@ -71,7 +75,14 @@ export GOFLAGS=-buildvcs=false
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 has() { [[ " $GROUPS_ " == *" $1 "* ]]; }
+measure() { has "$1" && [[ ${TABLES_ONLY:-0} != 1 ]]; }
 
+if [[ ${TABLES_ONLY:-0} == 1 ]]; then
+	GROUPS_=""
+	for g in 1 2 3 4 5; do
+		ls "$OUT"/g$g[-.]*txt >/dev/null 2>&1 && GROUPS_="$GROUPS_ $g"
+	done
+fi
 log "output in $OUT"
 MX=$TMP/matrixexec
 # Groups 1 and 5 instrument only the measured package (user/hot), with the
@@ -83,7 +94,7 @@ HOOKS_TOOLEXEC="$MX -inline-budget -1 -blacklist $BENCH/hooks.blacklist -map $BE
 (cd "$ROOT" && go build -o "$MX" ./cmd/matrixexec)
 (cd "$BENCH" && go build -o "$TMP/benchtables" ./cmd/benchtables && go build -o "$TMP/rsswrap" ./cmd/rsswrap)
 
-{
+[[ ${TABLES_ONLY:-0} == 1 ]] || {
 	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 	echo "go: $(go version)"
@@ -95,7 +106,7 @@ cat "$OUT/env.txt" >&2
 
 # ---------------------------------------------------------------------------
 # Group 1: per instrumented call.
-if has 1; then
+if measure 1; then
 	log "group 1: building the hooks benchmark with matrixexec"
 	# -ldflags=-w drops DWARF only (same code): callgrind then attributes
 	# every instruction to its function exactly.
@@ -165,7 +176,7 @@ fi
 # slow-call threshold of a day: no report is written). With valgrind, the
 # instructions per op executed in the library's own functions (and the
 # hooks) are counted too, for a few benchmarks: a noise-free view.
-if has 2; then
+if measure 2; then
 	# The control build: made by matrixexec like the others (patched
 	# runtime, same link), but with no hook in the library at all.
 	printf -- '-keeppackage %s\n' github.com/valyala/fastjson github.com/rs/zerolog >"$TMP/libs-kept.blacklist"
@@ -243,7 +254,7 @@ fi
 
 # ---------------------------------------------------------------------------
 # Group 3: HTTP service under load.
-if has 3; then
+if measure 3; then
 	command -v wrk >/dev/null || {
 		echo "group 3 needs wrk: apt-get install -y wrk" >&2
 		exit 1
@@ -297,7 +308,7 @@ fi
 
 # ---------------------------------------------------------------------------
 # Group 4: build time of a sizable real module.
-if has 4; then
+if measure 4; then
 	PB=google.golang.org/protobuf@v1.36.10
 	log "group 4: fetching $PB"
 	PBSRC=$(cd "$TMP" && GOFLAGS=-mod=mod go mod download -json $PB | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
@@ -354,7 +365,7 @@ fi
 
 # ---------------------------------------------------------------------------
 # Group 5: recorder memory.
-if has 5; then
+if measure 5; then
 	log "group 5: 10,000 concurrent dispatches"
 	(cd "$BENCH" && go test -toolexec="$HOOKS_TOOLEXEC" -run '^$' -bench . -benchtime=1x -count=3 ./memory) >"$OUT/g5.txt" 2>&1 ||
 		{
