@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -555,29 +553,8 @@ func (c ANRConfig) validate() error {
 // cfg and installs the environment as its DynamicConfig.
 func anrConfigFromEnv(getenv func(string) string, cfg *TraceConfig) []error {
 	var errs []error
-	if v := strings.TrimSpace(getenv(EnvANR)); v != "" {
-		if on, ok := parseSwitch(v); ok {
-			cfg.ANR = on
-		} else {
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: want on or off", EnvANR, v))
-		}
-	}
-	ms := func(name string, dst *time.Duration) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
-			return
-		}
-		if n < 1 || n > maxEnvThresholdMs {
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: out of range 1..%d", name, v, maxEnvThresholdMs))
-			return
-		}
-		*dst = time.Duration(n) * time.Millisecond
-	}
+	errs = envSwitch(getenv, EnvANR, &cfg.ANR, errs)
+	ms := func(name string, dst *time.Duration) { errs = envMs(getenv, name, dst, errs) }
 	ms(EnvLagMs, &cfg.Watchdog.Lag)
 	ms(EnvANRMs, &cfg.Watchdog.ANR)
 	cfg.Dynamic = EnvDynamicConfig(getenv)

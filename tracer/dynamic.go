@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -126,4 +127,36 @@ func storeThreshold(a *atomic.Int64, d, def time.Duration) {
 		d = def
 	}
 	a.Store(int64(d))
+}
+
+// envSwitch applies an on/off variable to dst, adding a bad value to errs.
+func envSwitch(getenv func(string) string, name string, dst *bool, errs []error) []error {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return errs
+	}
+	on, ok := parseSwitch(v)
+	if !ok {
+		return append(errs, fmt.Errorf("tracer: %s=%q: want on or off", name, v))
+	}
+	*dst = on
+	return errs
+}
+
+// envMs applies a millisecond variable (1..maxEnvThresholdMs) to dst,
+// adding a bad value to errs.
+func envMs(getenv func(string) string, name string, dst *time.Duration, errs []error) []error {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return errs
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return append(errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
+	}
+	if n < 1 || n > maxEnvThresholdMs {
+		return append(errs, fmt.Errorf("tracer: %s=%q: out of range 1..%d", name, v, maxEnvThresholdMs))
+	}
+	*dst = time.Duration(n) * time.Millisecond
+	return errs
 }

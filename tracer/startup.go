@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,29 +119,8 @@ func (c StartupConfig) validate() error {
 // and MATRIX_WARM_STARTUP_MS to cfg.
 func startupConfigFromEnv(getenv func(string) string, cfg *TraceConfig) []error {
 	var errs []error
-	if v := strings.TrimSpace(getenv(EnvStartupTracer)); v != "" {
-		if on, ok := parseSwitch(v); ok {
-			cfg.Startup = on
-		} else {
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: want on or off", EnvStartupTracer, v))
-		}
-	}
-	ms := func(name string, dst *time.Duration) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
-			return
-		}
-		if n < 1 || n > maxEnvThresholdMs {
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: out of range 1..%d", name, v, maxEnvThresholdMs))
-			return
-		}
-		*dst = time.Duration(n) * time.Millisecond
-	}
+	errs = envSwitch(getenv, EnvStartupTracer, &cfg.Startup, errs)
+	ms := func(name string, dst *time.Duration) { errs = envMs(getenv, name, dst, errs) }
 	ms(EnvColdStartupMs, &cfg.StartupThresholds.Cold)
 	ms(EnvWarmStartupMs, &cfg.StartupThresholds.Warm)
 	return errs
