@@ -10,7 +10,8 @@
 // dispatch is still timed and observed but its calls are not recorded, and
 // NotRecorded counts it.
 //
-// The hooks never read the system clock: a clock goroutine refreshes a
+// The hooks never read the system clock: a runtime thread of its own (like
+// sysmon, it needs no P, so busy goroutines cannot delay it) refreshes a
 // millisecond counter every half millisecond while the recorder runs.
 //
 // In a plain build (without matrixexec), and under go vet and gopls, the
@@ -68,7 +69,6 @@ type Config struct {
 const (
 	DefaultBufferSize = 1 << 16
 	DefaultMaxBuffers = 64
-	clockPeriod       = 500 * time.Microsecond
 )
 
 // ErrNotInstrumented is returned by Start in a binary that was not built
@@ -85,10 +85,8 @@ type Observer interface {
 
 // recorder is the state between Start and Stop.
 type recorder struct {
-	cfg       Config
-	size      int
-	stop      chan struct{}
-	clockDone chan struct{}
+	cfg  Config
+	size int
 
 	mu      sync.Mutex
 	free    [][]uint64 // idle buffers
@@ -131,9 +129,8 @@ func Start(cfg Config) error {
 	for size < cfg.BufferSize {
 		size <<= 1
 	}
-	r := &recorder{cfg: cfg, size: size, stop: make(chan struct{}), clockDone: make(chan struct{})}
-	rtSetNow(nowMs())
-	go r.clock()
+	r := &recorder{cfg: cfg, size: size}
+	rtSetClock(true)
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
 	rtSetActive(1)
@@ -153,8 +150,7 @@ func Stop() {
 	rtSetActive(0)
 	rtSetDispatchHooks(nil, nil, nil)
 	cur.Store(nil)
-	close(r.stop)
-	<-r.clockDone
+	rtSetClock(false)
 	r.mu.Lock()
 	r.buffers -= len(r.free)
 	r.free = nil
@@ -167,20 +163,6 @@ func Started() bool { return cur.Load() != nil }
 // Linked reports whether the binary was built with matrixexec, so that the
 // recorder is bound to the instrumented runtime.
 func Linked() bool { return linked }
-
-func (r *recorder) clock() {
-	defer close(r.clockDone)
-	t := time.NewTicker(clockPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-t.C:
-			rtSetNow(nowMs())
-		}
-	}
-}
 
 // Now returns the recorder clock in milliseconds, the time base of the
 // records: time 0 is the runtime's initialisation.

@@ -2,6 +2,7 @@ package beat
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -72,10 +73,27 @@ func capture(t *testing.T, cfg Config) *captured {
 func TestRecordsOfADispatch(t *testing.T) {
 	requireLinked(t)
 	c := capture(t, Config{})
+	var before, after [2]uint64 // the clock around the two enters
+	var slept, waited uint64
 	Run("work", func() {
+		before[0] = Now()
 		rtEnter(7)
+		after[0] = Now()
+		start := nowMs()
 		time.Sleep(30 * time.Millisecond)
+		// The clock thread refreshes the clock every 0.5 ms: wait for it
+		// to catch up with the monotonic clock rather than assume how
+		// late the operating system lets it run.
+		woke := nowMs()
+		slept = woke - start
+		deadline := time.Now().Add(time.Second)
+		for Now() < woke && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+		waited = nowMs() - woke
+		before[1] = Now()
 		rtEnter(8)
+		after[1] = Now()
 		rtExit(8)
 		rtExit(7)
 	})
@@ -92,9 +110,18 @@ func TestRecordsOfADispatch(t *testing.T) {
 			t.Errorf("record %d = %v, want enter=%v id=%d", i, rs[i], w.enter, w.id)
 		}
 	}
-	// The clock has millisecond resolution: the 30 ms sleep shows.
-	if d := rs[2].Time() - rs[1].Time(); d < 25 || d > 60 {
-		t.Errorf("sleep of 30ms recorded as %d ms", d)
+	// A record carries the clock of the moment it was written.
+	for i, r := range rs[1:3] {
+		if r.Time() < before[i] || r.Time() > after[i] {
+			t.Errorf("record %v written between clock %d and %d", r, before[i], after[i])
+		}
+	}
+	// The clock follows the monotonic clock: the sleep shows in full.
+	if before[1] < after[0]+slept-1 {
+		t.Errorf("clock %d after a sleep of %d ms from %d (waited %d ms for the clock thread)", before[1], slept, after[0], waited)
+	}
+	if d := rs[2].Time() - rs[1].Time(); d+1 < slept {
+		t.Errorf("sleep of %d ms recorded as %d ms", slept, d)
 	}
 	res := analysis.Analyze(rs, analysis.Strict, rs[5].Time(), 0)
 	if res.Key != "7|" {

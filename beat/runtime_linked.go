@@ -15,6 +15,9 @@ func rtSetActive(v uint32)
 //go:linkname rtSetNow runtime.matrixSetNow
 func rtSetNow(ms uint64)
 
+//go:linkname rtSetClock runtime.matrixSetClock
+func rtSetClock(on bool)
+
 //go:linkname rtGetNow runtime.matrixGetNow
 func rtGetNow() uint64
 

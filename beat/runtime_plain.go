@@ -11,6 +11,7 @@ const linked = false
 
 func rtSetActive(uint32)                       {}
 func rtSetNow(uint64)                          {}
+func rtSetClock(bool)                          {}
 func rtGetNow() uint64                         { return 0 }
 func rtSwapRing(unsafe.Pointer) unsafe.Pointer { return nil }
 func rtNamesHead() unsafe.Pointer              { return nil }

@@ -45,13 +45,18 @@
 //
 // The argument of -keepfunc and -allowfunc is a package path and a function
 // name joined by a dot, in the form the instrumenter writes to its mapping
-// file:
+// file (and the Go runtime prints in stack traces), so any name copied from
+// the map or a stack trace works:
 //
 //	example.com/a/b.Run               function
+//	example.com/a/b.Map[...]          generic function (also Map[T])
 //	example.com/a/b.(*T).Method       method with a pointer receiver
-//	example.com/a/b.(T).Method        method with a value receiver
+//	example.com/a/b.T.Method          method with a value receiver (also (T).Method)
+//	example.com/a/b.(*List[T]).Push   method of a generic type (also List[T].Len)
 //	example.com/a/b.Run.func1         closure inside Run (Run.func1.2 when nested)
-//	example.com/a/b.(*List[T]).Push   method of a generic type
+//	example.com/a/b.init.0            the first init function (init.0.func1: its closure)
+//	example.com/a/b.glob..func2       the second function literal in a package-level
+//	                                  variable (glob..func2.1: a closure inside it)
 //	main.run                          function run of package main
 //
 // The package is split from the function at the first '.' of the last
@@ -65,7 +70,9 @@
 // names passed to [Rules.Func], so the rule "(*List[T]).Push" matches a method
 // the instrumenter names "(*List[...]).Push", "(*List[T]).Push" or
 // "(*List[E]).Push". A type parameter list must not contain spaces (write
-// "(Map[K,V]).Get" or "(Map[...]).Get").
+// "Map[K,V].Get" or "Map[...].Get"). Likewise a value receiver may be
+// written in parentheses, "(T).Method", and is normalised to the map's
+// "T.Method".
 //
 // A function rule names exactly one function: keeping "pkg.Run" does not keep
 // the closures "pkg.Run.func1", … declared inside it; list them too if needed.

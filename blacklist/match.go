@@ -72,10 +72,11 @@ func (r *Rules) Package(path string, std bool) (ok bool, reason string) {
 
 // Func reports whether function fn of package pkg may be instrumented ("keepfunc" reason when not).
 //
-// fn is named as in a -keepfunc rule, without the package: "Run",
-// "(*T).Method", "(T).Method", "Run.func1", "(*List[...]).Push" (type
-// parameter lists are normalised, so "(*List[T]).Push" works too). pkg is an
-// import path as for [Rules.Package].
+// fn is named as in the mapping file or a -keepfunc rule, without the
+// package: "Run", "(*T).Method", "T.Method", "Run.func1", "init.0",
+// "glob..func1", "(*List[...]).Push" (type parameter lists are normalised,
+// so "(*List[T]).Push" works too, and so is a value receiver, so
+// "(T).Method" works too). pkg is an import path as for [Rules.Package].
 //
 // Func applies the package rules too, so it is correct on its own for any
 // package except one of the standard library that is not among the built-in
@@ -94,7 +95,7 @@ func (r *Rules) Func(pkg, fn string) (ok bool, reason string) {
 	if r == nil {
 		return true, ""
 	}
-	if norm, err := normalizeTypeParams(fn); err == "" {
+	if norm, err := canonicalFunc(fn); err == "" {
 		fn = norm
 	}
 	k := funcKey{pkg: pkg, fn: fn}

@@ -83,7 +83,33 @@ func parseFunc(s string) (funcKey, string) {
 	if err := checkFuncName(fn); err != "" {
 		return funcKey{}, err
 	}
-	return funcKey{pkg: pkg, fn: fn}, ""
+	return funcKey{pkg: pkg, fn: dropValueReceiverParens(fn)}, ""
+}
+
+// canonicalFunc returns a function name in the form the instrumenter
+// writes to the mapping file (and the compiler uses in symbol names): type
+// parameter lists normalised to "[...]", and a value receiver without
+// parentheses ("(T).M" becomes "T.M", "(L[T]).M" becomes "L[...].M"). It
+// reports unbalanced brackets and empty lists.
+func canonicalFunc(fn string) (string, string) {
+	fn, err := normalizeTypeParams(fn)
+	if err != "" {
+		return fn, err
+	}
+	return dropValueReceiverParens(fn), ""
+}
+
+// dropValueReceiverParens turns "(T).M…" into "T.M…"; other names are
+// returned as they are.
+func dropValueReceiverParens(fn string) string {
+	if !strings.HasPrefix(fn, "(") || strings.HasPrefix(fn, "(*") {
+		return fn
+	}
+	end := strings.IndexByte(fn, ')')
+	if end < 0 {
+		return fn
+	}
+	return fn[1:end] + fn[end+1:]
 }
 
 // escapePkg escapes the dots in the last element of a package path as "%2e"
@@ -135,14 +161,22 @@ func normalizeTypeParams(fn string) (string, string) {
 }
 
 // checkFuncName checks a normalised function name: Func, Func[...],
-// (T).Method, (*T).Method, (T[...]).Method or (*T[...]).Method, followed
-// by any number of closure suffixes (".func1", ".1", ".gowrap2").
+// T.Method, (T).Method, (*T).Method, T[...].Method, (T[...]).Method,
+// (*T[...]).Method, init.0 or glob..func1 (a function literal in a
+// package-level declaration), followed by any number of closure suffixes
+// (".func1", ".1", ".gowrap2").
 func checkFuncName(fn string) string {
 	if fn == "" {
 		return "missing function name"
 	}
 	var rest string
-	if fn[0] == '(' {
+	if lit, ok := strings.CutPrefix(fn, globPrefix); ok {
+		var name string
+		name, rest = splitName(lit)
+		if n, ok := strings.CutPrefix(name, "func"); !ok || !isDigits(n) {
+			return fmt.Sprintf("bad package-level function literal %q; want %sfunc1, %sfunc2, …", globPrefix+name, globPrefix, globPrefix)
+		}
+	} else if fn[0] == '(' {
 		end := strings.IndexByte(fn, ')')
 		if end < 0 {
 			return "missing ')' after receiver"
@@ -176,6 +210,11 @@ func checkFuncName(fn string) string {
 	}
 	return ""
 }
+
+// globPrefix starts the names the compiler gives function literals that are
+// not inside a function (in package-level variable initialisers):
+// "glob..func1", "glob..func2", ….
+const globPrefix = "glob.."
 
 // splitName splits s at its first '.' outside a normalised type parameter
 // list "[...]".

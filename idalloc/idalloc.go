@@ -18,6 +18,7 @@
 // The mapping file is plain text:
 //
 //	# matrix method mapping v1 id=3f0c1c3e-8a51-4a7e-9d0b-6f1e2a4b5c6d
+//	# module example.com/app
 //	# <id> <kind> <pkgpath> <func> <file:line>
 //	1 func example.com/app main /src/app/main.go:12
 //	2 method example.com/app (*Server).Handle /src/app/server.go:40
@@ -25,8 +26,15 @@
 //	4 init example.com/app init.0 /src/app/main.go:8
 //
 // Line 1 is the header; its id= field is the map's identity, a random UUID
-// chosen when the file is created. Other lines starting with '#' are comments
-// and empty lines are ignored. Every other line is a record of five fields
+// chosen when the file is created. Line 2 records the map's [Owner]: "#
+// module <module path>" for a map created by a module build, or "#
+// workspace <module path>..." (the modules of the go.work, sorted) for one
+// created in a workspace. It is a comment line, so older readers accept it;
+// maps written before owners were recorded have none (their owner is
+// unknown and is never checked), and neither has a map created by a build
+// outside any module. [OpenWith] can refuse a map whose owner shares no
+// module with the build's ([ForeignMapError]). Other lines starting with '#' are comments and empty
+// lines are ignored. Every other line is a record of five fields
 // separated by single spaces: id, kind ([KindFunc], [KindMethod],
 // [KindClosure], [KindInit]), package path, function name and position. The
 // position is last and may contain spaces; the other fields may not. Ids are
@@ -55,6 +63,16 @@
 //
 // The lock relies on flock(2) (LockFileEx on Windows), so the map should live
 // on a local file system.
+//
+// # Read-only and full file systems
+//
+// Allocating ids that are already in the map, and recording skipped
+// functions that are already listed, write nothing and take no lock, so a
+// complete map works in a read-only directory. Anything that has to write
+// there fails with a [*FileError] that names the file and, for a full or
+// read-only file system or a missing permission, says what to do. A failed
+// append is undone (the file is truncated back to its last complete line),
+// so the map keeps exactly its previous content.
 package idalloc
 
 import (
@@ -189,6 +207,7 @@ type Map struct {
 	lockPath string
 	skipPath string
 	identity string
+	owner    Owner
 	header   string // the header line including its newline
 	lock     *lockedfile.Mutex
 
@@ -200,10 +219,30 @@ type Map struct {
 }
 
 // Open opens the map at path, creating it (and its directory) with a new
-// identity if it does not exist. It validates the whole file.
+// identity and no owner if it does not exist. It validates the whole file.
+// It is OpenWith with no options.
 func Open(path string) (*Map, error) {
+	return OpenWith(path, Options{})
+}
+
+// Options are the options of [OpenWith].
+type Options struct {
+	// Owner is recorded in the header of a map that OpenWith creates.
+	Owner Owner
+	// CheckOwner makes OpenWith refuse, with a [*ForeignMapError], an
+	// existing map whose recorded owner shares no module with Owner. A map
+	// without a recorded owner, or a zero Owner, passes.
+	CheckOwner bool
+}
+
+// OpenWith opens the map at path, creating it (and its directory) with a
+// new identity if it does not exist, and validates the whole file.
+func OpenWith(path string, opts Options) (*Map, error) {
 	if path == "" {
 		return nil, errors.New("idalloc: empty map path")
+	}
+	if err := opts.Owner.check(); err != nil {
+		return nil, err
 	}
 	m := &Map{
 		path:     path,
@@ -213,19 +252,23 @@ func Open(path string) (*Map, error) {
 	m.lock = lockedfile.MutexAt(m.lockPath)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := m.create(); err != nil {
+		if err := m.create(opts.Owner); err != nil {
 			return nil, err
 		}
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("idalloc: open map: %w", err)
+		return nil, fileError("open map", path, err, "")
 	}
 	p, err := parseMap(path, string(data), false)
 	if err != nil {
 		return nil, err
 	}
+	if opts.CheckOwner && !p.owner.IsZero() && !opts.Owner.IsZero() && !p.owner.Shares(opts.Owner) {
+		return nil, &ForeignMapError{Path: path, Recorded: p.owner, Build: opts.Owner}
+	}
 	m.identity = p.identity
+	m.owner = p.owner
 	m.header = p.header
 	m.end = int64(p.end)
 	m.lines = p.lines
@@ -234,51 +277,52 @@ func Open(path string) (*Map, error) {
 	return m, nil
 }
 
-// create creates the map file with a new identity, atomically: the content is
-// written to a temporary file which is then linked (or, where hard links are
-// not supported, renamed) into place under the lock.
-func (m *Map) create() error {
+// create creates the map file with a new identity and the given owner,
+// atomically: the content is written to a temporary file which is then
+// linked (or, where hard links are not supported, renamed) into place under
+// the lock.
+func (m *Map) create(owner Owner) error {
 	dir := filepath.Dir(m.path)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return fmt.Errorf("idalloc: create map %s: %w", m.path, err)
+	if err := ops.mkdirAll(dir); err != nil {
+		return fileError("create map directory for", m.path, err, "")
 	}
-	unlock, err := m.lock.Lock()
+	unlock, err := ops.lock(m.lock)
 	if err != nil {
-		return fmt.Errorf("idalloc: create map %s: lock: %w", m.path, err)
+		return fileError("open lock file", m.lockPath, err, "")
 	}
 	defer unlock()
 	if _, err := os.Lstat(m.path); err == nil {
 		return nil // created by another process meanwhile
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("idalloc: create map: %w", err)
+		return fileError("create map", m.path, err, "")
 	}
 	id, err := uuid.NewRandom()
 	if err != nil {
 		return fmt.Errorf("idalloc: create map %s: new identity: %w", m.path, err)
 	}
-	content := headerPrefix + headerVersion + " id=" + id.String() + "\n" + columnsLine
+	content := headerPrefix + headerVersion + " id=" + id.String() + "\n" + owner.line() + columnsLine
 	tmp := fmt.Sprintf("%s.tmp%d-%s", m.path, os.Getpid(), id.String()[:8])
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	f, err := ops.openFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
-		return fmt.Errorf("idalloc: create map %s: %w", m.path, err)
+		return fileError("create map", m.path, err, "")
 	}
 	defer os.Remove(tmp)
-	_, err = io.WriteString(f, content)
+	_, err = ops.writeAt(f, []byte(content), 0)
 	if err == nil {
-		err = f.Sync()
+		err = ops.sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("idalloc: create map %s: %w", m.path, err)
+		return fileError("create map", m.path, err, "no map was created")
 	}
-	if err := os.Link(tmp, m.path); err != nil {
+	if err := ops.link(tmp, m.path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil // someone not holding the lock won; use theirs
 		}
-		if err := os.Rename(tmp, m.path); err != nil {
-			return fmt.Errorf("idalloc: create map %s: %w", m.path, err)
+		if err := ops.rename(tmp, m.path); err != nil {
+			return fileError("create map", m.path, err, "no map was created")
 		}
 	}
 	syncDir(dir)
@@ -298,6 +342,9 @@ func syncDir(dir string) {
 // Identity returns the map's UUID.
 func (m *Map) Identity() string { return m.identity }
 
+// Owner returns the owner recorded in the map, or the zero Owner.
+func (m *Map) Owner() Owner { return m.owner }
+
 // Path returns the map file path.
 func (m *Map) Path() string { return m.path }
 
@@ -309,7 +356,9 @@ func (m *Map) Path() string { return m.path }
 //
 // Allocate reads and validates only what other processes appended since the
 // map was opened or last used (syntax, increasing ids, no duplicate key);
-// the rest was validated by [Open].
+// the rest was validated by [Open]. When every function already had an id
+// when the map was opened, Allocate neither locks nor writes: a complete map
+// works in a read-only directory.
 func (m *Map) Allocate(pkg string, funcs []Func) ([]uint32, error) {
 	if err := checkToken("package path", pkg); err != nil {
 		return nil, err
@@ -332,18 +381,21 @@ func (m *Map) Allocate(pkg string, funcs []Func) ([]uint32, error) {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	unlock, err := m.lock.Lock()
+	if m.known(pkg, funcs, ids) {
+		return ids, nil
+	}
+	unlock, err := ops.lock(m.lock)
 	if err != nil {
-		return nil, fmt.Errorf("idalloc: lock map %s: %w", m.path, err)
+		return nil, fileError("open lock file", m.lockPath, err, "no id was allocated")
 	}
 	defer unlock()
 
-	f, err := os.OpenFile(m.path, os.O_RDWR, 0)
+	f, err := ops.openFile(m.path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("idalloc: %s: map was deleted since it was opened (identity %s): %w", m.path, m.identity, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("idalloc: open map for writing: %w", err)
+		return nil, fileError("open map for writing", m.path, err, "no id was allocated")
 	}
 	defer f.Close()
 	tail, err := m.readTail(f)
@@ -434,7 +486,7 @@ func (m *Map) Allocate(pkg string, funcs []Func) ([]uint32, error) {
 	}
 	if len(buf) > 0 {
 		if err := appendAt(f, m.end+int64(len(tail)), m.end+int64(complete), buf); err != nil {
-			return nil, fmt.Errorf("idalloc: append to map: %w", err)
+			return nil, appendError("append to map", m.path, err)
 		}
 	} else if appendedByOthers == 0 {
 		return ids, nil
@@ -447,6 +499,19 @@ func (m *Map) Allocate(pkg string, funcs []Func) ([]uint32, error) {
 	m.lines = lineNo + len(newFuncs)
 	m.lastID = next
 	return ids, nil
+}
+
+// known reports whether every function of funcs had an id in pkg when the
+// map was validated, and if so stores the ids in ids. The caller holds m.mu.
+func (m *Map) known(pkg string, funcs []Func, ids []uint32) bool {
+	for i, fn := range funcs {
+		id, ok := m.keys[pkg+" "+fn.Name]
+		if !ok {
+			return false
+		}
+		ids[i] = id
+	}
+	return true
 }
 
 // readTail checks that the part of the map validated so far is still there
@@ -485,6 +550,8 @@ func (m *Map) readTail(f *os.File) ([]byte, error) {
 // RecordSkipped appends the skipped functions of pkg not yet listed in the
 // skipped file ("<map file>.skipped"), creating it if needed. An entry is
 // listed if the file has a line with the same package, function and reason.
+// When every entry is listed already, RecordSkipped neither locks nor
+// writes.
 func (m *Map) RecordSkipped(pkg string, skips []Skip) error {
 	if err := checkToken("package path", pkg); err != nil {
 		return err
@@ -506,42 +573,33 @@ func (m *Map) RecordSkipped(pkg string, skips []Skip) error {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	unlock, err := m.lock.Lock()
+	if data, err := os.ReadFile(m.skipPath); err == nil {
+		listed, _, err := m.listedSkips(pkg, data)
+		if err != nil {
+			return err
+		}
+		if allListed(listed, skips) {
+			return nil
+		}
+	}
+	unlock, err := ops.lock(m.lock)
 	if err != nil {
-		return fmt.Errorf("idalloc: lock map %s: %w", m.path, err)
+		return fileError("open lock file", m.lockPath, err, "the skipped functions were not recorded")
 	}
 	defer unlock()
 
-	f, err := os.OpenFile(m.skipPath, os.O_RDWR|os.O_CREATE, 0o666)
+	f, err := ops.openFile(m.skipPath, os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
-		return fmt.Errorf("idalloc: open skipped file: %w", err)
+		return fileError("open skipped file", m.skipPath, err, "")
 	}
 	defer f.Close()
 	data, err := readAll(f)
 	if err != nil {
-		return fmt.Errorf("idalloc: read skipped file: %w", err)
+		return fileError("read skipped file", m.skipPath, err, "")
 	}
-	complete := bytes.LastIndexByte(data, '\n') + 1
-
-	listed := make(map[string]bool) // "func reason" of pkg
-	lineNo := 0
-	for off := 0; off < complete; {
-		i := bytes.IndexByte(data[off:complete], '\n')
-		line := data[off : off+i]
-		off += i + 1
-		lineNo++
-		if len(line) == 0 || line[0] == '#' {
-			continue
-		}
-		p, rest, ok1 := bytes.Cut(line, []byte{' '})
-		fn, rest, ok2 := bytes.Cut(rest, []byte{' '})
-		reason, pos, ok3 := bytes.Cut(rest, []byte{' '})
-		if !ok1 || !ok2 || !ok3 || len(p) == 0 || len(fn) == 0 || len(reason) == 0 || len(pos) == 0 {
-			return corrupt(m.skipPath, lineNo, "want 4 fields separated by single spaces: <pkgpath> <func> <reason> <file:line>")
-		}
-		if string(p) == pkg {
-			listed[string(fn)+" "+string(reason)] = true
-		}
+	listed, complete, err := m.listedSkips(pkg, data)
+	if err != nil {
+		return err
 	}
 
 	var buf []byte
@@ -573,27 +631,88 @@ func (m *Map) RecordSkipped(pkg string, skips []Skip) error {
 		return nil
 	}
 	if err := appendAt(f, int64(len(data)), int64(complete), buf); err != nil {
-		return fmt.Errorf("idalloc: append to skipped file: %w", err)
+		return appendError("append to skipped file", m.skipPath, err)
 	}
 	return nil
 }
 
+// listedSkips parses the skipped file data and returns the "func reason"
+// entries of pkg it lists and the length of its complete lines.
+func (m *Map) listedSkips(pkg string, data []byte) (listed map[string]bool, complete int, err error) {
+	complete = bytes.LastIndexByte(data, '\n') + 1
+	listed = make(map[string]bool)
+	lineNo := 0
+	for off := 0; off < complete; {
+		i := bytes.IndexByte(data[off:complete], '\n')
+		line := data[off : off+i]
+		off += i + 1
+		lineNo++
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		p, rest, ok1 := bytes.Cut(line, []byte{' '})
+		fn, rest, ok2 := bytes.Cut(rest, []byte{' '})
+		reason, pos, ok3 := bytes.Cut(rest, []byte{' '})
+		if !ok1 || !ok2 || !ok3 || len(p) == 0 || len(fn) == 0 || len(reason) == 0 || len(pos) == 0 {
+			return nil, 0, corrupt(m.skipPath, lineNo, "want 4 fields separated by single spaces: <pkgpath> <func> <reason> <file:line>")
+		}
+		if string(p) == pkg {
+			listed[string(fn)+" "+string(reason)] = true
+		}
+	}
+	return listed, complete, nil
+}
+
+func allListed(listed map[string]bool, skips []Skip) bool {
+	for _, s := range skips {
+		if !listed[s.Name+" "+s.Reason] {
+			return false
+		}
+	}
+	return true
+}
+
+// errRestore wraps the error of an append that could not be undone.
+type errRestore struct{ err, restore error }
+
+func (e *errRestore) Error() string { return e.err.Error() }
+func (e *errRestore) Unwrap() error { return e.err }
+
+// appendError reports a failed append to path. Nothing was added to the
+// file unless err is an *errRestore.
+func appendError(op, path string, err error) error {
+	note := "nothing was added to the file"
+	if re, ok := err.(*errRestore); ok {
+		note = fmt.Sprintf("what was written could not be removed (%v): readers ignore a partial last line and the next writer removes it", re.restore)
+	}
+	return fileError(op, path, err, note)
+}
+
 // appendAt writes buf at offset complete of f, whose size is size, first
 // truncating a partial last line left by a writer that died; then it fsyncs.
-// The caller holds the lock.
+// If the write or the fsync fails (a full disk, an I/O error), it truncates
+// the file back to complete, so that what was there before is exactly what
+// remains; an *errRestore says this failed too. The caller holds the lock.
 func appendAt(f *os.File, size, complete int64, buf []byte) error {
 	if complete < size {
-		if err := f.Truncate(complete); err != nil {
+		if err := ops.truncate(f, complete); err != nil {
 			return err
 		}
 	}
 	if testHookAppend != nil {
 		testHookAppend(f, complete, buf)
 	}
-	if _, err := f.WriteAt(buf, complete); err != nil {
-		return err
+	_, err := ops.writeAt(f, buf, complete)
+	if err == nil {
+		err = ops.sync(f)
 	}
-	return f.Sync()
+	if err != nil {
+		if rerr := ops.truncate(f, complete); rerr != nil {
+			return &errRestore{err: err, restore: rerr}
+		}
+		_ = ops.sync(f)
+	}
+	return err
 }
 
 // readAll reads the whole of f from offset 0.
@@ -627,6 +746,7 @@ func Load(path string) (map[uint32]Entry, string, error) {
 
 type parsed struct {
 	identity string
+	owner    Owner
 	header   string
 	end      int // offset after the last complete line
 	lines    int // number of complete lines
@@ -662,6 +782,16 @@ func parseMap(path, data string, collect bool) (*parsed, error) {
 		line := data[off : off+i]
 		off += i + 1
 		lineNo++
+		if lineNo == 2 {
+			o, ok, msg := parseOwner(line)
+			if msg != "" {
+				return nil, corrupt(path, lineNo, "%s", msg)
+			}
+			if ok {
+				p.owner = o
+				continue
+			}
+		}
 		if line == "" || line[0] == '#' {
 			continue
 		}

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"go/ast"
 	"go/token"
+	"strings"
 )
 
 // DefaultInlineBudget is the compiler's inlining budget (cmd/compile's
@@ -11,6 +12,10 @@ import (
 // more than the hook itself: such functions are skipped, as Matrix skips
 // getters and setters.
 const DefaultInlineBudget = 80
+
+// SmallLeafFactor/2 is the multiple of the inline budget up to which a leaf
+// function is skipped (see estimator.smallLeaf).
+const SmallLeafFactor = 5
 
 // Costs from cmd/compile/internal/inline.
 const (
@@ -43,8 +48,8 @@ func (e *estimator) cost(fn ast.Node, budget int) int {
 		if c, ok := e.memo[fn]; ok {
 			return c
 		}
-		if e.inUse[fn] || fn.Body == nil {
-			return tooHairy // recursive: never inlined
+		if e.inUse[fn] || fn.Body == nil || hasPragma(fn.Doc, "//go:noinline") {
+			return tooHairy // recursive or marked: never inlined
 		}
 		e.inUse[fn] = true
 		c := e.body(fn.Body, budget)
@@ -81,7 +86,7 @@ func (e *estimator) body(body *ast.BlockStmt, budget int) int {
 			total += 1 + e.body(n.Body, budget)
 			return false
 		case *ast.CallExpr:
-			total += e.call(n, budget)
+			total += e.call(n)
 			for _, a := range n.Args {
 				ast.Inspect(a, func(m ast.Node) bool { return e.visitChild(m, &total, budget) })
 			}
@@ -105,6 +110,48 @@ func (e *estimator) body(body *ast.BlockStmt, budget int) int {
 	return total
 }
 
+// smallLeaf reports whether a function body is a small leaf: no loop, no
+// goroutine, defer or select, no call other than builtins, conversions and
+// same-package functions the compiler inlines, and an estimated cost of at
+// most budget. Such a function runs in a few nanoseconds and can never be
+// slow by itself (only by being called often, which shows as its caller's
+// time), while a hook pair would cost a large fraction of its run time and
+// keep it off the register-only fast path: it is skipped, like Matrix
+// skips getters and setters.
+func (e *estimator) smallLeaf(body *ast.BlockStmt, budget int) bool {
+	leaf := true
+	ast.Inspect(body, func(n ast.Node) bool {
+		if !leaf {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false // a function of its own
+		case *ast.ForStmt, *ast.RangeStmt, *ast.GoStmt, *ast.DeferStmt, *ast.SelectStmt:
+			leaf = false
+		case *ast.BranchStmt:
+			leaf = n.Tok != token.GOTO
+		case *ast.CallExpr:
+			_, leaf = e.callCost(n)
+		}
+		return leaf
+	})
+	return leaf && e.body(body, budget) <= budget
+}
+
+// hasPragma reports whether a doc comment holds a directive line.
+func hasPragma(doc *ast.CommentGroup, directive string) bool {
+	if doc == nil {
+		return false
+	}
+	for _, c := range doc.List {
+		if c.Text == directive || strings.HasPrefix(c.Text, directive+" ") {
+			return true
+		}
+	}
+	return false
+}
+
 // visitChild is the ast.Inspect callback for subtrees reached from a node
 // the main visitor handled itself.
 func (e *estimator) visitChild(m ast.Node, total *int, budget int) bool {
@@ -125,20 +172,28 @@ func (e *estimator) visitChild(m ast.Node, total *int, budget int) bool {
 }
 
 // call returns the cost of the call node itself (not its arguments).
-func (e *estimator) call(c *ast.CallExpr, budget int) int {
+func (e *estimator) call(c *ast.CallExpr) int {
+	cost, _ := e.callCost(c)
+	return cost
+}
+
+// callCost returns the cost of the call node itself and whether the
+// compiler inlines the call (or needs no call at all: conversions and most
+// builtins).
+func (e *estimator) callCost(c *ast.CallExpr) (cost int, inlined bool) {
 	switch classifyCall(c, e.pi) {
 	case conversion:
-		return 1
+		return 1, true
 	case builtinCall:
 		if id, ok := c.Fun.(*ast.Ident); ok {
 			switch id.Name {
 			case "recover":
-				return tooHairy
+				return tooHairy, false
 			case "panic":
-				return 1 + extraPanicCost
+				return 1 + extraPanicCost, true
 			}
 		}
-		return 1
+		return 1, true
 	}
 	var callees []*ast.FuncDecl
 	switch f := c.Fun.(type) {
@@ -161,7 +216,7 @@ func (e *estimator) call(c *ast.CallExpr, budget int) int {
 		worst = max(worst, cc)
 	}
 	if worst >= 0 {
-		return 1 + worst
+		return 1 + worst, true
 	}
-	return 2 + extraCallCost
+	return 2 + extraCallCost, false
 }

@@ -48,6 +48,7 @@ const (
 	ReasonNoCalls   = "no-calls"
 	ReasonTrivial   = "trivial"
 	ReasonInlinable = "inlinable"
+	ReasonSmallLeaf = "small-leaf"
 	ReasonPragma    = "pragma" // followed by ":go:<name>"
 	ReasonBlacklist = "blacklist"
 	ReasonCgo       = "cgo"
@@ -235,6 +236,8 @@ func (p *Plan) analyse() {
 				return skip(ReasonNoCalls)
 			case budget > 0 && inlinable(kind, name, p.PkgName) && est.cost(n, budget) <= budget:
 				return skip(ReasonInlinable)
+			case budget > 0 && est.smallLeaf(body, budget*SmallLeafFactor/2):
+				return skip(ReasonSmallLeaf)
 			case p.opts.Keep != nil && !p.opts.Keep(name):
 				return skip(ReasonBlacklist)
 			}

@@ -173,3 +173,89 @@ var V = func() int { fmt.Println(3); return 3 }()
 		t.Errorf("names:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestSelection checks which functions get hooks: inlinable ones and small
+// leaves are skipped, and //go:noinline functions are not inlinable.
+func TestSelection(t *testing.T) {
+	const src = `package x
+
+import "os"
+
+func skip(s string) string {
+	if len(s) == 0 || s[0] > 0x20 {
+		return s
+	}
+	return skipSlow(s)
+}
+
+func skipSlow(s string) string {
+	for len(s) > 0 && s[0] == ' ' {
+		s = s[1:]
+	}
+	return s
+}
+
+// A small leaf over the inline budget: only cheap calls, no loop.
+func classify(b byte, s string) int {
+	s = skip(s)
+	switch {
+	case b == 'a' && len(s) > 3 && s[1] == 'x' && s[2] == 'y':
+		return 1 + len(s)*2 + int(s[0])
+	case b == 'b' && len(s) > 5 && s[3] == 'q' && s[4] == 'r':
+		return 2 + len(s)*3 + int(s[1])
+	case b == 'c' && len(s) > 7 && s[5] == 'z' && s[6] == 'w':
+		return 3 + len(s)*4 + int(s[2])
+	}
+	panic("bad")
+}
+
+// The same shape with a loop is not a leaf.
+func loops(b byte, s string) int {
+	s = skip(s)
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == b { n += i*2 + int(s[0]) + len(s)*3 }
+	}
+	switch {
+	case b == 'a' && len(s) > 3 && s[1] == 'x' && s[2] == 'y':
+		return n + len(s)*2 + int(s[0])
+	}
+	return n
+}
+
+// A call that is not inlined (another package) keeps the hook.
+func opens(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+//go:noinline
+func marked(s string) error { return os.Remove(s) }
+
+func unmarked(s string) error { return os.Remove(s) }
+`
+	p, _, _ := rewriteSource(t, src)
+	reasons := map[string]string{}
+	for _, s := range p.Skips {
+		reasons[s.Name] = s.Reason
+	}
+	for _, f := range p.Funcs {
+		reasons[f.Name] = "instrumented"
+	}
+	for name, want := range map[string]string{
+		"skip":     ReasonInlinable,
+		"skipSlow": ReasonNoCalls,
+		"classify": ReasonSmallLeaf,
+		"loops":    "instrumented",
+		"opens":    "instrumented",
+		"marked":   "instrumented", // not inlinable, and os.Remove is a real call
+		"unmarked": ReasonInlinable,
+	} {
+		if reasons[name] != want {
+			t.Errorf("%s: %q, want %q", name, reasons[name], want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -23,17 +24,42 @@ const RuntimeFileName = "zz_matrix_beat.go"
 // while it is not inside a dispatch.
 const gField = "matrixBeat unsafe.Pointer; "
 
+// debugConst is the declaration in RuntimeFile that PatchRuntime flips for
+// the debugging variant.
+const debugConst = "const matrixDebugBuild = false"
+
+// deferFastPath is inserted at the top of runtime.deferreturn (see
+// matrixDeferNone in RuntimeFile).
+const deferFastPath = "if matrixDeferNone(sys.GetCallerSP()) { return }; "
+
 // PatchRuntime prepares the files of package runtime: it adds the field the
-// recorder needs to runtime.g (in runtime2.go) and the recorder's file. It
-// writes what it changes to dir and returns the new file list.
+// recorder needs to runtime.g (in runtime2.go), a fast path to
+// runtime.deferreturn (in panic.go) and the recorder's file. It writes what
+// it changes to dir and returns the new file list. With debug, the hooks
+// print every call when MATRIX_DEBUG_HOOKS=1 is set at run time; without it
+// they carry no trace of that code.
 //
-// The field is inserted before the closing brace of the struct, on that
-// brace's line, so no line of runtime2.go moves.
-func PatchRuntime(files []string, dir string) ([]string, error) {
+// No line of the patched files moves: the field is inserted before the
+// closing brace of the struct, on that brace's line, and the fast path
+// after the function's opening brace, followed by a line directive that
+// gives the rest of the line its original column.
+//
+// Why deferreturn: the compiler open-codes at most 15 returns × defers per
+// function. An instrumented function with more return statements gets a
+// deferred exit hook that is not open-coded, and so calls deferreturn on
+// every return even when the hook was never deferred (the recorder off).
+// deferreturn zeroes a _panic record and walks a small state machine to
+// find that there is nothing to run; the fast path finds it in two loads.
+func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
 	out := append([]string(nil), files...)
-	patched := false
+	patches := map[string]func(*token.FileSet, *ast.File, *srcFile) ([]byte, error){
+		"runtime2.go": patchGStruct,
+		"panic.go":    patchDeferreturn,
+	}
+	done := map[string]bool{}
 	for i, path := range files {
-		if filepath.Base(path) != "runtime2.go" {
+		patch := patches[filepath.Base(path)]
+		if patch == nil {
 			continue
 		}
 		src, err := os.ReadFile(path)
@@ -41,34 +67,68 @@ func PatchRuntime(files []string, dir string) ([]string, error) {
 			return nil, fmt.Errorf("patch runtime: %w", err)
 		}
 		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, path, src, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
 			return nil, fmt.Errorf("patch runtime: %w", err)
 		}
-		closing := gStructClosing(f)
-		if !closing.IsValid() {
-			return nil, errors.New("patch runtime: no type g struct in " + path)
+		content, err := patch(fset, f, &srcFile{path: path, src: src, ast: f, lineNames: lineDirectiveNames(f, path)})
+		if err != nil {
+			return nil, fmt.Errorf("patch runtime: %s: %w", path, err)
 		}
-		off := fset.Position(closing).Offset
-		dst := filepath.Join(dir, "runtime2.go")
-		content := fmt.Appendf(nil, "//line %s:1:1\n", path)
-		content = append(content, src[:off]...)
-		content = append(content, gField...)
-		content = append(content, src[off:]...)
+		dst := filepath.Join(dir, filepath.Base(path))
 		if err := os.WriteFile(dst, content, 0o644); err != nil {
 			return nil, fmt.Errorf("patch runtime: %w", err)
 		}
 		out[i] = dst
-		patched = true
+		done[filepath.Base(path)] = true
 	}
-	if !patched {
-		return nil, errors.New("patch runtime: runtime2.go not among the compiled files")
+	for name := range patches {
+		if !done[name] {
+			return nil, fmt.Errorf("patch runtime: %s not among the compiled files; matrixexec does not support this Go release", name)
+		}
+	}
+	src := RuntimeFile
+	if debug {
+		src = bytes.Replace(src, []byte(debugConst), []byte("const matrixDebugBuild = true"), 1)
 	}
 	extra := filepath.Join(dir, RuntimeFileName)
-	if err := os.WriteFile(extra, RuntimeFile, 0o644); err != nil {
+	if err := os.WriteFile(extra, src, 0o644); err != nil {
 		return nil, fmt.Errorf("patch runtime: %w", err)
 	}
 	return append(out, extra), nil
+}
+
+// patchGStruct adds gField to the struct runtime.g.
+func patchGStruct(fset *token.FileSet, f *ast.File, sf *srcFile) ([]byte, error) {
+	closing := gStructClosing(f)
+	if !closing.IsValid() {
+		return nil, errors.New("no type g struct")
+	}
+	off := fset.Position(closing).Offset
+	content := fmt.Appendf(nil, "//line %s:1:1\n", sf.path)
+	content = append(content, sf.src[:off]...)
+	content = append(content, gField...)
+	return append(content, sf.src[off:]...), nil
+}
+
+// patchDeferreturn inserts deferFastPath at the top of deferreturn.
+func patchDeferreturn(fset *token.FileSet, f *ast.File, sf *srcFile) ([]byte, error) {
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Recv != nil || fd.Name.Name != "deferreturn" || fd.Body == nil {
+			continue
+		}
+		if fd.Type.Params.NumFields() != 0 || fd.Type.Results != nil {
+			return nil, errors.New("deferreturn has a new signature in this Go release; matrixexec does not support it")
+		}
+		off := fset.Position(fd.Body.Lbrace).Offset + 1
+		content := fmt.Appendf(nil, "//line %s:1:1\n", sf.path)
+		content = append(content, sf.src[:off]...)
+		content = append(content, deferFastPath...)
+		content = append(content, resumeDirective(fset, sf, fd.Body.Lbrace)...)
+		return append(content, sf.src[off:]...), nil
+	}
+	return nil, errors.New("no func deferreturn")
 }
 
 func gStructClosing(f *ast.File) token.Pos {

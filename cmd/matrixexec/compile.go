@@ -47,7 +47,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	var newFiles []string
 	switch {
 	case pkg == "runtime":
-		newFiles, err = rewrite.PatchRuntime(files, tmp)
+		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks)
 		log.Debug().Err(err).Msg("patched runtime")
 	case rewrite.HasStdHooks(pkg):
 		newFiles, err = rewrite.PatchStd(pkg, files, tmp)
@@ -156,7 +156,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
 	}
-	m, err := idalloc.Open(cfg.mapPath)
+	m, err := cfg.openMap()
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 			skips[i] = idalloc.Skip{Name: s.Name, Reason: s.Reason, Pos: s.Pos}
 		}
 		if err := m.RecordSkipped(pkg, skips); err != nil {
-			return nil, err
+			return nil, mapError(err)
 		}
 	}
 	if len(plan.Funcs) == 0 {
@@ -179,7 +179,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	}
 	ids, err := m.Allocate(pkg, funcs)
 	if err != nil {
-		return nil, err
+		return nil, mapError(err)
 	}
 	outs, err := plan.Apply(ids)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,20 +10,26 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/matrixgo/matrix/idalloc"
 	"github.com/rs/zerolog"
 )
 
 // config is the build configuration: flags inside the -toolexec string
 // override the MATRIX_* environment, which overrides the defaults.
+// MATRIX_ZEROCODE_MODULE, environment only, is checked here and read where
+// it is used (see envZeroCodeModule).
 type config struct {
 	mapPath       string // method mapping file
+	mapSet        bool   // the map was named explicitly: its owner is not checked
 	blacklistPath string // blacklist file
 	blacklistSet  bool   // the blacklist was named explicitly: it must exist
 	inlineBudget  int
 	logPath       string
 	zeroCode      string // zeroAuto, zeroOn or zeroOff
 	toolPath      string // the tool cmd/go runs through us, if any
+	debugHooks    bool   // build the runtime variant that can print every hook
 	log           zerolog.Logger
+	getenv        func(string) string
 }
 
 // Default locations, relative to the module (or workspace) root.
@@ -33,7 +40,7 @@ const (
 )
 
 func parseConfig(args []string, getenv func(string) string) (*config, []string, error) {
-	cfg := &config{}
+	cfg := &config{getenv: getenv}
 	fs := flag.NewFlagSet("matrixexec", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.mapPath, "map", getenv("MATRIX_MAP"), "method mapping file")
@@ -65,7 +72,12 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	default:
 		return nil, nil, fmt.Errorf("bad zero-code mode %q (MATRIX_ZEROCODE or -zerocode): want auto, on or off", cfg.zeroCode)
 	}
+	if err := checkZeroCodeModule(getenv(envZeroCodeModule)); err != nil {
+		return nil, nil, err
+	}
 	cfg.blacklistSet = cfg.blacklistPath != ""
+	cfg.mapSet = cfg.mapPath != ""
+	cfg.debugHooks = getenv("MATRIX_DEBUG_HOOKS") == "1"
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
 		root := moduleRoot(getenv)
 		if cfg.mapPath == "" {
@@ -93,6 +105,58 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 		cfg.log = zerolog.New(f).With().Timestamp().Int("pid", os.Getpid()).Logger()
 	}
 	return cfg, fs.Args(), nil
+}
+
+// openMap opens the id map. A new map records the build's module (see
+// mapOwner); the map at the default location must belong to it, while an
+// explicitly named map (-map, MATRIX_MAP) may be shared on purpose.
+func (cfg *config) openMap() (*idalloc.Map, error) {
+	m, err := idalloc.OpenWith(cfg.mapPath, idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet})
+	return m, mapError(err)
+}
+
+// mapError adds to an error of the map what matrixexec offers to fix it.
+func mapError(err error) error {
+	var foreign *idalloc.ForeignMapError
+	var file *idalloc.FileError
+	switch {
+	case errors.As(err, &foreign):
+		return fmt.Errorf("%w (-map FILE or MATRIX_MAP=FILE: a map named explicitly is not checked, so modules can share one on purpose)", err)
+	case errors.As(err, &file) && file.Hint != "":
+		return fmt.Errorf("%w; -map FILE or MATRIX_MAP=FILE puts the map elsewhere", err)
+	}
+	return err
+}
+
+// mapOwner returns what a map created by this build belongs to: the modules
+// of the go.work workspace in use, else the main module, else nothing (a
+// build outside any module).
+func (cfg *config) mapOwner() idalloc.Owner {
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	root := moduleRoot(getenv)
+	var (
+		owner idalloc.Owner
+		err   error
+	)
+	work := getenv("GOWORK")
+	switch {
+	case work == "off":
+		owner, err = idalloc.ModuleOwner(filepath.Join(root, "go.mod"))
+	case work != "" && filepath.IsAbs(work):
+		owner, err = idalloc.WorkspaceOwner(work)
+	case exists(filepath.Join(root, "go.work")):
+		owner, err = idalloc.WorkspaceOwner(filepath.Join(root, "go.work"))
+	default:
+		owner, err = idalloc.ModuleOwner(filepath.Join(root, "go.mod"))
+	}
+	if err != nil {
+		// cmd/go reports a broken go.mod or go.work itself.
+		cfg.log.Debug().Err(err).Msg("map owner unknown")
+	}
+	return owner
 }
 
 // moduleRoot returns the directory whose .matrix folder holds the default

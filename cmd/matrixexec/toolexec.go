@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/matrixgo/matrix/blacklist"
-	"github.com/matrixgo/matrix/idalloc"
 )
 
 // toolexec runs the tool cmd/go asked for, instrumenting compiles.
@@ -59,18 +58,66 @@ func runTool(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 // entries, and a configuration change rebuilds. The suffix is glued to the
 // last field so the line stays parseable (for devel toolchains the last
 // field must still start with "buildID=").
+//
+// It is also where a map that cannot be used fails the build: cmd/go asks
+// for the tool ids before it runs anything.
 func toolVersion(cfg *config, args []string, stdout, stderr io.Writer) error {
-	var out bytes.Buffer
-	if err := runTool(args, nil, &out, stderr); err != nil {
+	line, err := cachedToolLine(args, stderr)
+	if err != nil {
 		return err
 	}
 	h, err := configHash(cfg)
 	if err != nil {
 		return err
 	}
-	line := strings.TrimRight(out.String(), "\n")
 	fmt.Fprintf(stdout, "%s:matrixexec@%s;%s\n", line, version(), h)
 	return nil
+}
+
+// cachedToolLine returns the tool's own -V=full line. Running the tool is
+// the larger part of answering -V=full, which cmd/go asks on every build,
+// even one with nothing to do: the line is kept in the user's cache
+// directory, keyed by the tool's path, size and modification time, as
+// cmd/go keys its own file hashes. Without a usable cache directory the
+// tool is run every time.
+func cachedToolLine(args []string, stderr io.Writer) (string, error) {
+	cache := ""
+	if fi, err := os.Stat(args[0]); err == nil {
+		if dir, err := os.UserCacheDir(); err == nil {
+			key := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", args[0], fi.Size(), fi.ModTime().UnixNano()))
+			cache = filepath.Join(dir, "matrixexec", "toolid-"+hex.EncodeToString(key[:12]))
+			if b, err := os.ReadFile(cache); err == nil && len(b) > 0 {
+				return string(b), nil
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := runTool(args, nil, &out, stderr); err != nil {
+		return "", err
+	}
+	line := strings.TrimRight(out.String(), "\n")
+	if cache != "" {
+		writeCacheFile(cache, []byte(line))
+	}
+	return line, nil
+}
+
+// writeCacheFile writes a cache entry atomically (a temporary file renamed
+// into place), ignoring errors: a cache that cannot be written is a slower
+// build, not a failed one.
+func writeCacheFile(path string, data []byte) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
+		os.Remove(f.Name())
+	}
 }
 
 // configHash hashes what the rewritten output depends on besides the
@@ -88,8 +135,8 @@ func configHash(cfg *config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "blacklist:%s\ninline:%d\nzerocode:%s\n", rules, cfg.inlineBudget, cfg.zeroCode)
-	m, err := idalloc.Open(cfg.mapPath)
+	fmt.Fprintf(h, "blacklist:%s\ninline:%d\nzerocode:%s\ndebug:%v\n", rules, cfg.inlineBudget, cfg.zeroCode, cfg.debugHooks)
+	m, err := cfg.openMap()
 	if err != nil {
 		return "", err
 	}
@@ -107,11 +154,36 @@ func configHash(cfg *config) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
+// selfHash hashes this executable, which embeds the rewriter and the
+// runtime patch. The hash is kept in the user's cache directory like the
+// tool's line (see cachedToolLine): reading and hashing the whole
+// executable on every -V=full would cost more than the rest of the answer.
 var selfHash = sync.OnceValues(func() ([]byte, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("locate matrixexec: %w", err)
 	}
+	cache := ""
+	if fi, err := os.Stat(exe); err == nil {
+		if dir, err := os.UserCacheDir(); err == nil {
+			key := sha256.Sum256(fmt.Appendf(nil, "self\x00%s\x00%d\x00%d", exe, fi.Size(), fi.ModTime().UnixNano()))
+			cache = filepath.Join(dir, "matrixexec", "self-"+hex.EncodeToString(key[:12]))
+			if b, err := os.ReadFile(cache); err == nil && len(b) == sha256.Size {
+				return b, nil
+			}
+		}
+	}
+	sum, err := hashFile(exe)
+	if err != nil {
+		return nil, err
+	}
+	if cache != "" {
+		writeCacheFile(cache, sum)
+	}
+	return sum, nil
+})
+
+func hashFile(exe string) ([]byte, error) {
 	f, err := os.Open(exe)
 	if err != nil {
 		return nil, fmt.Errorf("hash matrixexec: %w", err)
@@ -122,7 +194,7 @@ var selfHash = sync.OnceValues(func() ([]byte, error) {
 		return nil, fmt.Errorf("hash matrixexec: %w", err)
 	}
 	return h.Sum(nil), nil
-})
+}
 
 func loadRules(cfg *config) (*blacklist.Rules, error) {
 	return blacklist.Load(cfg.blacklistPath, !cfg.blacklistSet)

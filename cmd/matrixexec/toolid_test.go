@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestToolLineCached checks that the tool's -V=full line is kept between
+// runs, and that a changed tool is asked again.
+func TestToolLineCached(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the fake tool is a shell script")
+	}
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	t.Setenv("HOME", dir)
+	count := filepath.Join(dir, "count")
+	tool := filepath.Join(dir, "compile")
+	write := func(version string) {
+		script := "#!/bin/sh\necho run >> " + count + "\necho 'compile version " + version + "'\n"
+		if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := func() int {
+		b, _ := os.ReadFile(count)
+		return strings.Count(string(b), "run")
+	}
+	write("go1.0")
+	for i := 0; i < 3; i++ {
+		line, err := cachedToolLine([]string{tool, "-V=full"}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line != "compile version go1.0" {
+			t.Fatalf("line %q", line)
+		}
+	}
+	if n := runs(); n != 1 {
+		t.Errorf("the tool ran %d times for 3 questions, want 1", n)
+	}
+	// A new toolchain in place: another size and modification time.
+	write("go1.10")
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(tool, later, later); err != nil {
+		t.Fatal(err)
+	}
+	line, err := cachedToolLine([]string{tool, "-V=full"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line != "compile version go1.10" || runs() != 2 {
+		t.Errorf("after the tool changed: line %q, %d runs", line, runs())
+	}
+}
