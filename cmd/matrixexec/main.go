@@ -111,5 +111,10 @@ build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
                      to 2.5×N; -1 to instrument them too
                                            (MATRIX_INLINE_BUDGET, default 80)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
+  -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
+
+environment only:
+  MATRIX_ZEROCODE_MODULE=DIR   build the zero-code tracer in the module at DIR (absolute)
+  MATRIX_DEBUG_HOOKS=1         at build and run time: hooks print every call to stderr
 `)
 }

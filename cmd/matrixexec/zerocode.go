@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/matrixgo/matrix/blacklist"
@@ -30,6 +31,72 @@ import (
 // added to the link.
 const autoPkg = blacklist.SelfModule + "/tracer/auto"
 
+// envZeroCodeModule is MATRIX_ZEROCODE_MODULE: the absolute path of a
+// module (a checkout of this module, or any module whose graph has it) in
+// which zero-code mode resolves and builds the tracer instead of the
+// program's module graph. Zero-code mode then works for programs whose
+// module does not require this one and must not be changed, such as
+// third-party test suites (integration/corpus records theirs with it).
+//
+// The nested build runs in that directory with GOWORK=off, with the
+// parent's build flags and GOFLAGS except -mod and -modfile (they belong to
+// the program's module), and with the parent's map and blacklist. The
+// program's own module graph is left as it is, so the tracer's
+// dependencies (zerolog, uuid, x/sys, go-isatty, go-colorable) come from
+// that module's graph: a program that links another build of one of them
+// fails to link, with a message naming the package.
+//
+// It is read from the environment only: the tool id (-V=full), computed
+// before any flag reaches the compile, has to include the tracer it names.
+const envZeroCodeModule = "MATRIX_ZEROCODE_MODULE"
+
+// zeroCodeModule returns MATRIX_ZEROCODE_MODULE (checked by parseConfig).
+func zeroCodeModule() string { return os.Getenv(envZeroCodeModule) }
+
+// checkZeroCodeModule validates a MATRIX_ZEROCODE_MODULE value.
+func checkZeroCodeModule(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("bad zero-code module %q (%s): want an absolute path", dir, envZeroCodeModule)
+	}
+	if !exists(filepath.Join(dir, "go.mod")) {
+		return fmt.Errorf("bad zero-code module %q (%s): no go.mod there", dir, envZeroCodeModule)
+	}
+	return nil
+}
+
+// nestedGo returns the go command that zero-code mode runs to resolve the
+// tracer: in the build's directory, or in MATRIX_ZEROCODE_MODULE's module
+// without the program's module flags. env is added to the environment.
+func nestedGo(goTool string, args []string, env ...string) *exec.Cmd {
+	cmd := exec.Command(goTool, args...)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	if dir := zeroCodeModule(); dir != "" {
+		cmd.Dir = dir
+		cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS="+withoutModuleFlags(os.Getenv("GOFLAGS")))
+	}
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// isModuleFlag reports whether a "-name=value" build flag selects how the
+// program's own module is loaded (-mod, -modfile).
+func isModuleFlag(f string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+	return name == "mod" || name == "modfile"
+}
+
+// withoutModuleFlags returns GOFLAGS without its -mod and -modfile flags.
+func withoutModuleFlags(goflags string) string {
+	fields := strings.Fields(goflags)
+	if !slices.ContainsFunc(fields, isModuleFlag) {
+		return goflags
+	}
+	return strings.Join(slices.DeleteFunc(fields, isModuleFlag), " ")
+}
+
 // zeroCodeMode values (-zerocode, MATRIX_ZEROCODE).
 const (
 	zeroAuto = "auto" // link the tracer when the module graph has it
@@ -43,18 +110,33 @@ const zeroCodeHint = "zero-code mode needs " + blacklist.SelfModule + " in the p
 // flags and returns "import path → export file" for each.
 func autoExports(cfg *config, goTool, pgo string) (map[string]string, error) {
 	args := []string{"list", "-deps", "-export", "-f", "{{if .Export}}{{.ImportPath}}={{.Export}}{{end}}"}
-	args = append(args, parentBuildFlags()...)
+	module := zeroCodeModule()
+	var env []string
+	if module == "" {
+		args = append(args, parentBuildFlags()...)
+	} else {
+		args = append(args, slices.DeleteFunc(parentBuildFlags(), isModuleFlag)...)
+		// The same map and blacklist as the parent build, not the
+		// defaults under the other module's root: the packages the
+		// program shares with the tracer are then the same archives.
+		env = append(env, "MATRIX_MAP="+cfg.mapPath)
+		if cfg.blacklistSet || exists(cfg.blacklistPath) {
+			env = append(env, "MATRIX_BLACKLIST="+cfg.blacklistPath)
+		}
+	}
 	if pgo != "" {
 		args = append(args, pgo)
 	}
 	args = append(args, autoPkg)
-	cmd := exec.Command(goTool, args...)
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	cmd := nestedGo(goTool, args, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cfg.log.Debug().Strs("args", args).Msg("building the zero-code tracer")
+	cfg.log.Debug().Strs("args", args).Str("module", module).Msg("building the zero-code tracer")
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
+		if module != "" {
+			return nil, fmt.Errorf("zero-code mode: building %s in %s (%s): %w\n%s", autoPkg, module, envZeroCodeModule, err, msg)
+		}
 		if strings.Contains(msg, "no required module provides") || strings.Contains(msg, "cannot find module providing") ||
 			strings.Contains(msg, "is replaced but not required") || strings.Contains(msg, "is not in std") ||
 			strings.Contains(msg, "not in GOROOT") || strings.Contains(msg, "go.mod file not found") {
@@ -78,8 +160,12 @@ func autoExports(cfg *config, goTool, pgo string) (map[string]string, error) {
 var errNoModule = errors.New(zeroCodeHint)
 
 // mentionsSelf is a cheap first test of the module graph: the go.mod (or
-// go.work and its modules' go.mod files) of the build names this module.
+// go.work and its modules' go.mod files) of the build names this module,
+// or MATRIX_ZEROCODE_MODULE names a module to resolve the tracer in.
 func mentionsSelf() bool {
+	if zeroCodeModule() != "" {
+		return true
+	}
 	root := moduleRoot(os.Getenv)
 	var files []string
 	if work, err := os.ReadFile(filepath.Join(root, "go.work")); err == nil {
@@ -339,22 +425,29 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	} else if err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
-	have := map[string]bool{}
+	have := map[string]string{} // import path → archive
 	for _, line := range strings.Split(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, "packagefile "); ok {
-			path, _, _ := strings.Cut(rest, "=")
-			have[path] = true
+			path, file, _ := strings.Cut(rest, "=")
+			have[path] = file
 		}
 	}
 	var b bytes.Buffer
 	b.Write(data)
 	b.WriteByte('\n')
 	for _, line := range strings.Split(string(extra), "\n") {
-		path, _, ok := strings.Cut(strings.TrimPrefix(line, "packagefile "), "=")
-		if ok && !have[path] {
-			b.WriteString(line)
-			b.WriteByte('\n')
+		path, file, ok := strings.Cut(strings.TrimPrefix(line, "packagefile "), "=")
+		if !ok {
+			continue
 		}
+		if prog, dup := have[path]; dup {
+			if err := checkSameBuild(path, prog, file); err != nil {
+				return err
+			}
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
 	}
 	tmp, err := os.MkdirTemp("", "matrixexec-link-")
 	if err != nil {
@@ -379,12 +472,27 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	return runTool(args, stdin, stdout, stderr)
 }
 
+// checkSameBuild reports a package that the program links from another
+// build (progFile) than the zero-code tracer was compiled against
+// (tracerFile) when the tracer comes from MATRIX_ZEROCODE_MODULE: another
+// version of one of its dependencies, which the linker would refuse with a
+// fingerprint mismatch. In the program's own module graph the two are the
+// same archives (or, for the test variant of a dependency, sharedVariant
+// has already left the tracer out).
+func checkSameBuild(path, progFile, tracerFile string) error {
+	module := zeroCodeModule()
+	if module == "" || progFile == tracerFile || !strings.Contains(strings.SplitN(path, "/", 2)[0], ".") || sameContent(progFile, tracerFile) {
+		return nil
+	}
+	return fmt.Errorf("zero-code mode: the program links another build of %s than the tracer from %s (%s) was compiled against, probably another version: add the tracer to the program's module instead (go get -tool %s/cmd/matrixexec)",
+		path, module, envZeroCodeModule, blacklist.SelfModule)
+}
+
 // tracerSourceHash hashes the sources of the packages zero-code mode links
 // (this module's beat and tracer trees and its go.mod) as resolved in the
-// build's module graph.
+// build's module graph, or in MATRIX_ZEROCODE_MODULE's.
 func tracerSourceHash(goTool string) (string, error) {
-	cmd := exec.Command(goTool, "list", "-m", "-f", "{{.Dir}}", blacklist.SelfModule)
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	cmd := nestedGo(goTool, []string{"list", "-m", "-f", "{{.Dir}}", blacklist.SelfModule})
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("locate %s: %w", blacklist.SelfModule, err)

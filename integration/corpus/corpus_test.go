@@ -44,21 +44,36 @@ func selection() string {
 //
 // Each module's source is downloaded from the module proxy at its pinned
 // version, copied to a writable temporary directory, and tested there with
-// go test -json -count=1, first plain, then with GOFLAGS=-toolexec=matrixexec
-// (GOFLAGS so that go commands run by the tests themselves, such as
-// xxhash's plugin build, are instrumented too). All runs share the user's
-// GOCACHE and one mapping file, so the standard library is compiled under
-// matrixexec once per run.
+// go test -json -count=1, first plain, then in the subtests of the module
+// (TestCorpus/<name>/<variant>) instrumented, with
+// GOFLAGS=-toolexec=matrixexec (GOFLAGS so that go commands run by the
+// tests themselves, such as xxhash's plugin build, are instrumented too):
+//
+//   - instrumented: recording off, as a program runs without MATRIX_REPORT:
+//     only the hooks' off path runs;
+//   - recording: the zero-code tracer linked into every test binary (from
+//     this checkout, MATRIX_ZEROCODE_MODULE) and started (MATRIX_REPORT), so
+//     every test is a dispatch whose calls are recorded (as far as the
+//     recorder's buffers go) and the slow-call tracer, with a threshold of
+//     recordingThresholdMs, reports nearly every test with its call tree to
+//     a file. The run must also show that recording happened (see
+//     checkReports).
+//
+// The default subset runs the modules marked ci, and recording for those
+// also marked ciRecording; -corpus=full runs every module both ways. All
+// runs share the user's GOCACHE and one mapping file, so the standard
+// library is compiled under matrixexec once per configuration (recording
+// links the tracer, which is part of the tool id).
 //
 // Tests that fail in both runs (network, environment, the Go version) are
 // not differences: they are listed in the log. A test that passes plain
-// but not instrumented is run again instrumented, with only its top-level
+// but not instrumented is run again the same way, with only its top-level
 // test selected, up to twice: if it then passes it is reported as flaky,
 // otherwise TestCorpus fails and shows the test's output. Subtests named
 // after run-dependent values (addresses, times) are compared by count under
 // their parent (see compare).
 //
-// MATRIX_CORPUS_OUT=DIR keeps the go test -json logs in DIR.
+// MATRIX_CORPUS_OUT=DIR keeps the go test -json logs and the reports in DIR.
 func TestCorpus(t *testing.T) {
 	mode := selection()
 	switch mode {
@@ -74,22 +89,56 @@ func TestCorpus(t *testing.T) {
 	r := newRunner(t, mode)
 	var results []*result
 	for _, m := range corpus {
-		if mode == "ci" && !m.ci {
+		variants := r.variants(m)
+		if len(variants) == 0 {
 			continue
 		}
 		t.Run(m.name, func(t *testing.T) {
 			if m.cgo && !cgoEnabled(t) {
 				t.Skip("needs cgo (CGO_ENABLED=1 and a C compiler)")
 			}
-			res := r.run(t, m)
+			res := r.run(t, m, variants)
 			results = append(results, res)
 		})
 	}
-	t.Log("summary (passing tests plain / instrumented):\n" + summary(results))
+	t.Log("summary (passing tests plain and in each variant):\n" + summary(results))
+}
+
+// variant is one way of building and running a module's tests.
+type variant struct {
+	name         string // subtest name
+	instrumented bool   // built with -toolexec=matrixexec
+	recording    bool   // the tracer linked and started: every test a recorded dispatch
+}
+
+var (
+	plainRun        = variant{name: "plain"}
+	instrumentedRun = variant{name: "instrumented", instrumented: true}
+	recordingRun    = variant{name: "recording", instrumented: true, recording: true}
+)
+
+// recordingThresholdMs is the slow-call threshold of recording runs
+// (MATRIX_EVIL_THRESHOLD_MS): the minimum, so that nearly every test is
+// reported with its call tree and the tracer's whole path, from the copy
+// of the records to the JSON line, runs alongside the suite.
+const recordingThresholdMs = 1
+
+// variants returns the instrumented variants of module m in this mode.
+func (r *runner) variants(m module) []variant {
+	switch {
+	case r.mode == "full":
+		return []variant{instrumentedRun, recordingRun}
+	case !m.ci:
+		return nil
+	case m.ciRecording:
+		return []variant{instrumentedRun, recordingRun}
+	}
+	return []variant{instrumentedRun}
 }
 
 type runner struct {
 	mode      string
+	root      string // this checkout: matrixexec and the zero-code tracer
 	matrixexe string // the matrixexec binary
 	mapFile   string // MATRIX_MAP shared by every instrumented run
 	work      string // module copies
@@ -104,6 +153,7 @@ func newRunner(t *testing.T, mode string) *runner {
 	tmp := t.TempDir()
 	r := &runner{
 		mode:      mode,
+		root:      root,
 		matrixexe: filepath.Join(tmp, "bin", "matrixexec"),
 		mapFile:   filepath.Join(tmp, "map", "methodMapping.txt"),
 		work:      filepath.Join(tmp, "src"),
@@ -140,19 +190,29 @@ func cgoEnabled(t *testing.T) bool {
 
 // result is the outcome of one module.
 type result struct {
-	m                  module
-	pkgs               []string
-	plain, instr       *testRun
-	missing            []string // passed plain, not instrumented, even on reruns
-	flaky              []string // passed plain, failed instrumented once, then passed
-	onlyInstr          []string // passed instrumented, not plain
-	failedBoth         []string
-	unstable           []string // parents of subtests with run-dependent names
-	plainDur, instrDur time.Duration
-	funcs              int // functions of the module with an id in the map
+	m        module
+	pkgs     []string
+	plain    *testRun
+	plainDur time.Duration
+	funcs    int // functions of the module with an id in the map
+	runs     []*variantResult
 }
 
-func (r *runner) run(t *testing.T, m module) *result {
+// variantResult is the outcome of one instrumented variant of a module,
+// compared with its plain run.
+type variantResult struct {
+	v          variant
+	run        *testRun
+	dur        time.Duration
+	missing    []string // passed plain, not in this variant, even on reruns
+	flaky      []string // passed plain, failed once, then passed
+	onlyInstr  []string // passed in this variant, not plain
+	failedBoth []string
+	unstable   []string     // parents of subtests with run-dependent names
+	reports    *reportStats // recording: what the report file holds
+}
+
+func (r *runner) run(t *testing.T, m module, variants []variant) *result {
 	res := &result{m: m, pkgs: m.pkgs}
 	if r.mode == "ci" && m.ciPkgs != nil {
 		res.pkgs = m.ciPkgs
@@ -164,46 +224,60 @@ func (r *runner) run(t *testing.T, m module) *result {
 	t.Logf("%s@%s (%s): go test %s", m.path, m.version, m.why, strings.Join(append(slices.Clone(m.flags), res.pkgs...), " "))
 
 	start := time.Now()
-	res.plain = r.goTest(t, m, dir, false, res.pkgs, m.flags, "plain")
+	res.plain = r.goTest(t, m, dir, plainRun, res.pkgs, m.flags, plainRun.name)
 	res.plainDur = time.Since(start)
 	if len(res.plain.passed()) == 0 {
 		t.Fatalf("no test passed in the plain run: the module or the environment is broken\n%s", res.plain.diagnostics())
 	}
-	start = time.Now()
-	res.instr = r.goTest(t, m, dir, true, res.pkgs, m.flags, "instrumented")
-	res.instrDur = time.Since(start)
+	t.Logf("plain: %d passed in %v", len(res.plain.passed()), res.plainDur.Round(time.Second))
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			res.runs = append(res.runs, r.runVariant(t, m, dir, res, v))
+		})
+	}
+	return res
+}
+
+// runVariant runs the module's tests in variant v and compares them with
+// the plain run.
+func (r *runner) runVariant(t *testing.T, m module, dir string, res *result, v variant) *variantResult {
+	vr := &variantResult{v: v}
+	start := time.Now()
+	vr.run = r.goTest(t, m, dir, v, res.pkgs, m.flags, v.name)
+	vr.dur = time.Since(start)
 	res.funcs = r.instrumentedFuncs(t, m)
 	if res.funcs == 0 {
 		t.Errorf("no function of %s has an id in the map: the module was not instrumented", m.path)
 	}
 
-	plainPass, instrPass := res.plain.passed(), res.instr.passed()
-	d := compare(res.plain.final, res.instr.final)
-	res.onlyInstr, res.failedBoth, res.unstable = d.onlyInstr, d.failedBoth, d.unstable
-	lost := d.lost
-	if len(lost) > 0 {
-		res.missing, res.flaky = r.rerun(t, m, dir, lost)
+	d := compare(res.plain.final, vr.run.final)
+	vr.onlyInstr, vr.failedBoth, vr.unstable = d.onlyInstr, d.failedBoth, d.unstable
+	if len(d.lost) > 0 {
+		vr.missing, vr.flaky = r.rerun(t, m, dir, v, d.lost)
 	}
 
-	t.Logf("plain: %d passed in %v; instrumented (%d functions of the module): %d passed in %v",
-		len(plainPass), res.plainDur.Round(time.Second), res.funcs, len(instrPass), res.instrDur.Round(time.Second))
-	if len(res.failedBoth) > 0 {
-		t.Logf("%d tests fail in both runs (not differences):\n\t%s", len(res.failedBoth), strings.Join(res.failedBoth, "\n\t"))
+	t.Logf("%s (%d functions of the module instrumented): %d passed in %v (plain: %d)",
+		v.name, res.funcs, len(vr.run.passed()), vr.dur.Round(time.Second), len(res.plain.passed()))
+	if len(vr.failedBoth) > 0 {
+		t.Logf("%d tests fail in both runs (not differences):\n\t%s", len(vr.failedBoth), strings.Join(vr.failedBoth, "\n\t"))
 	}
-	if len(res.unstable) > 0 {
-		t.Logf("%d tests have subtests whose names change from run to run (addresses, times); their passing subtests are counted instead:\n\t%s", len(res.unstable), strings.Join(res.unstable, "\n\t"))
+	if len(vr.unstable) > 0 {
+		t.Logf("%d tests have subtests whose names change from run to run (addresses, times); their passing subtests are counted instead:\n\t%s", len(vr.unstable), strings.Join(vr.unstable, "\n\t"))
 	}
-	if len(res.onlyInstr) > 0 {
-		t.Logf("%d tests pass only instrumented (flaky plain?):\n\t%s", len(res.onlyInstr), strings.Join(res.onlyInstr, "\n\t"))
+	if len(vr.onlyInstr) > 0 {
+		t.Logf("%d tests pass only %s (flaky plain?):\n\t%s", len(vr.onlyInstr), v.name, strings.Join(vr.onlyInstr, "\n\t"))
 	}
-	if len(res.flaky) > 0 {
-		t.Logf("%d tests failed instrumented, then passed when run again (flaky):\n\t%s", len(res.flaky), strings.Join(res.flaky, "\n\t"))
+	if len(vr.flaky) > 0 {
+		t.Logf("%d tests failed %s, then passed when run again (flaky):\n\t%s", len(vr.flaky), v.name, strings.Join(vr.flaky, "\n\t"))
 	}
-	if len(res.missing) > 0 {
-		t.Errorf("%d tests pass plain but not with -toolexec=matrixexec:\n\t%s\n%s",
-			len(res.missing), strings.Join(res.missing, "\n\t"), res.instr.diagnosticsFor(res.missing))
+	if len(vr.missing) > 0 {
+		t.Errorf("%d tests pass plain but not %s with -toolexec=matrixexec:\n\t%s\n%s",
+			len(vr.missing), v.name, strings.Join(vr.missing, "\n\t"), vr.run.diagnosticsFor(vr.missing))
 	}
-	return res
+	if v.recording {
+		vr.reports = checkReports(t, m, vr.run)
+	}
+	return vr
 }
 
 // diff is the comparison of the final test results of two runs.
@@ -366,8 +440,9 @@ func copyTree(src, dst string) error {
 	})
 }
 
-// goTest runs go test -json in dir and parses its events.
-func (r *runner) goTest(t *testing.T, m module, dir string, instrumented bool, pkgs, extra []string, label string) *testRun {
+// goTest runs go test -json in dir in variant v and parses its events.
+// The label names the log file (and, recording, the report file).
+func (r *runner) goTest(t *testing.T, m module, dir string, v variant, pkgs, extra []string, label string) *testRun {
 	timeout := m.timeout
 	if timeout == 0 {
 		timeout = 10 * time.Minute
@@ -384,26 +459,41 @@ func (r *runner) goTest(t *testing.T, m module, dir string, instrumented bool, p
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	goflags := "-mod=mod -buildvcs=false"
-	if instrumented {
+	if v.instrumented {
 		goflags += " -toolexec=" + r.matrixexe
 	}
-	cmd.Env = append(os.Environ(),
+	base := filepath.Join(r.out, m.name+"."+strings.ReplaceAll(label, " ", "-"))
+	// The configuration is the runner's alone: none of the user's MATRIX_*.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "MATRIX_") })
+	cmd.Env = append(cmd.Env,
 		"GOFLAGS="+goflags,
 		"GOWORK=off",
 		"GOTOOLCHAIN=local",
 		"MATRIX_MAP="+r.mapFile,
-		"MATRIX_REPORT=",
 	)
+	report := ""
+	if v.recording {
+		report = base + ".report.jsonl"
+		if err := os.Remove(report); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("removing the old report: %v", err)
+		}
+		cmd.Env = append(cmd.Env,
+			"MATRIX_ZEROCODE=on", // fail the build if the tracer cannot be linked
+			"MATRIX_ZEROCODE_MODULE="+r.root,
+			"MATRIX_REPORT="+report,
+			fmt.Sprintf("MATRIX_EVIL_THRESHOLD_MS=%d", recordingThresholdMs),
+		)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	name := fmt.Sprintf("%s.%s.json", m.name, strings.ReplaceAll(label, " ", "-"))
-	if werr := os.WriteFile(filepath.Join(r.out, name), stdout.Bytes(), 0o644); werr != nil {
+	if werr := os.WriteFile(base+".json", stdout.Bytes(), 0o644); werr != nil {
 		t.Log(werr)
 	}
 	tr := parseEvents(&stdout)
 	tr.stderr = stderr.String()
 	tr.err = err
+	tr.report = report
 	if ctx.Err() != nil {
 		t.Fatalf("%s run of %s timed out", label, m.name)
 	}
@@ -413,12 +503,15 @@ func (r *runner) goTest(t *testing.T, m module, dir string, instrumented bool, p
 // testRun is the parsed output of one go test -json.
 type testRun struct {
 	final       map[string]string   // "pkg Test" -> pass, fail or skip
+	elapsed     map[string]float64  // "pkg Test" -> seconds
 	output      map[string][]string // "pkg Test" -> its output lines
 	pkgOutput   map[string][]string // package (or build) output
 	failedPkgs  []string
+	passedPkgs  map[string]float64 // package -> seconds its test binary ran
 	stderr      string
 	err         error
 	parseErrors int
+	report      string // recording: the report file (MATRIX_REPORT)
 }
 
 type event struct {
@@ -427,13 +520,14 @@ type event struct {
 	ImportPath  string
 	Test        string
 	Output      string
+	Elapsed     float64
 	FailedBuild string
 }
 
 func key(pkg, test string) string { return pkg + " " + test }
 
 func parseEvents(r io.Reader) *testRun {
-	tr := &testRun{final: map[string]string{}, output: map[string][]string{}, pkgOutput: map[string][]string{}}
+	tr := &testRun{final: map[string]string{}, elapsed: map[string]float64{}, passedPkgs: map[string]float64{}, output: map[string][]string{}, pkgOutput: map[string][]string{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -461,8 +555,11 @@ func parseEvents(r io.Reader) *testRun {
 		case "pass", "fail", "skip":
 			if e.Test != "" {
 				tr.final[key(e.Package, e.Test)] = e.Action
+				tr.elapsed[key(e.Package, e.Test)] = e.Elapsed
 			} else if e.Action == "fail" {
 				tr.failedPkgs = append(tr.failedPkgs, e.Package)
+			} else if e.Action == "pass" {
+				tr.passedPkgs[e.Package] = e.Elapsed
 			}
 		}
 	}
@@ -540,10 +637,10 @@ func tail(lines []string, n int) string {
 	return s
 }
 
-// rerun runs the top-level tests of the lost keys again instrumented, up to
-// twice, and splits the keys into those that still do not pass and flaky
-// ones.
-func (r *runner) rerun(t *testing.T, m module, dir string, lost []string) (missing, flaky []string) {
+// rerun runs the top-level tests of the lost keys again in variant v, up
+// to twice, and splits the keys into those that still do not pass and
+// flaky ones.
+func (r *runner) rerun(t *testing.T, m module, dir string, v variant, lost []string) (missing, flaky []string) {
 	byPkg := map[string]map[string]bool{}
 	for _, k := range lost {
 		pkg, test, _ := strings.Cut(k, " ")
@@ -562,7 +659,7 @@ func (r *runner) rerun(t *testing.T, m module, dir string, lost []string) (missi
 		sort.Strings(quoted)
 		run := "-run=^(" + strings.Join(quoted, "|") + ")$"
 		for attempt := 1; attempt <= 2; attempt++ {
-			tr := r.goTest(t, m, dir, true, []string{pkg}, append([]string{run}, m.flags...), fmt.Sprintf("rerun %d instrumented %s", attempt, strings.ReplaceAll(pkg, "/", "_")))
+			tr := r.goTest(t, m, dir, v, []string{pkg}, append([]string{run}, m.flags...), fmt.Sprintf("rerun %d %s %s", attempt, v.name, strings.ReplaceAll(pkg, "/", "_")))
 			for k := range tr.passed() {
 				passedInstr[k] = true
 			}
@@ -585,14 +682,20 @@ func (r *runner) rerun(t *testing.T, m module, dir string, lost []string) (missi
 
 func summary(results []*result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-14s %-10s %7s %8s %8s %6s %6s %6s %9s %9s\n", "module", "version", "funcs", "plain", "instr", "lost", "flaky", "both✗", "t plain", "t instr")
+	fmt.Fprintf(&b, "%-14s %-10s %7s %8s %-12s %8s %6s %6s %6s %9s %9s %8s\n", "module", "version", "funcs", "plain", "variant", "passed", "lost", "flaky", "both✗", "t plain", "t variant", "reports")
 	for _, r := range results {
-		if r.plain == nil || r.instr == nil {
-			continue
+		for _, vr := range r.runs {
+			if r.plain == nil || vr.run == nil {
+				continue
+			}
+			reports := "-"
+			if vr.reports != nil {
+				reports = fmt.Sprint(vr.reports.tests)
+			}
+			fmt.Fprintf(&b, "%-14s %-10s %7d %8d %-12s %8d %6d %6d %6d %9v %9v %8s\n", r.m.name, r.m.version, r.funcs,
+				len(r.plain.passed()), vr.v.name, len(vr.run.passed()), len(vr.missing), len(vr.flaky), len(vr.failedBoth),
+				r.plainDur.Round(time.Second), vr.dur.Round(time.Second), reports)
 		}
-		fmt.Fprintf(&b, "%-14s %-10s %7d %8d %8d %6d %6d %6d %9v %9v\n", r.m.name, r.m.version, r.funcs,
-			len(r.plain.passed()), len(r.instr.passed()), len(r.missing), len(r.flaky), len(r.failedBoth),
-			r.plainDur.Round(time.Second), r.instrDur.Round(time.Second))
 	}
 	return b.String()
 }

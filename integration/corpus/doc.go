@@ -1,12 +1,15 @@
 // Package corpus checks that matrixexec preserves the semantics of real
 // third-party code: it runs the test suites of widely used modules, at
-// pinned versions, once plain and once built with -toolexec=matrixexec, and
+// pinned versions, once plain and built with -toolexec=matrixexec, both
+// with recording off and with recording on (the zero-code tracer linked and
+// started, every test a recorded dispatch, reports written to a file), and
 // compares the sets of passing tests. A test that passes plain but not
 // instrumented is a bug in matrixexec.
 //
 // The runner is TestCorpus in corpus_test.go; the modules are listed in
 // modules_test.go. By default it runs a fast subset (skipped in -short
-// mode); the whole corpus runs with
+// mode), with recording on for part of it; the whole corpus, both ways,
+// runs with
 //
 //	MATRIX_CORPUS=full go test ./integration/corpus -run TestCorpus -v -timeout 1h
 //

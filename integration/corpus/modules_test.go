@@ -14,9 +14,11 @@ type module struct {
 	// pkgs are the packages to test; nil means ./...
 	pkgs []string
 	// ci puts the module in the default subset; ciPkgs, if set, narrows
-	// its packages there.
-	ci     bool
-	ciPkgs []string
+	// its packages there. ciRecording also runs it with recording on
+	// there (every module does with -corpus=full).
+	ci          bool
+	ciRecording bool
+	ciPkgs      []string
 	// flags are extra go test flags for both runs (-short for suites whose
 	// full run takes many minutes).
 	flags []string
@@ -37,7 +39,7 @@ var corpus = []module{
 	{
 		name: "go-cmp", path: "github.com/google/go-cmp", version: "v0.7.0",
 		why: "reflection-heavy: walks arbitrary values with reflect, unexported fields through unsafe",
-		ci:  true,
+		ci:  true, ciRecording: true,
 	},
 	{
 		name: "xxhash", path: "github.com/cespare/xxhash/v2", version: "v2.3.0",
@@ -47,8 +49,8 @@ var corpus = []module{
 	},
 	{
 		name: "chi", path: "github.com/go-chi/chi/v5", version: "v5.5.0",
-		why: "HTTP router and middleware over net/http (whose server matrixexec patches)",
-		ci:  true,
+		why: "HTTP router and middleware over net/http (whose server matrixexec patches); recording, requests are dispatches inside the test dispatches",
+		ci:  true, ciRecording: true,
 	},
 	{
 		name: "httprouter", path: "github.com/julienschmidt/httprouter", version: "v1.3.0",
@@ -71,7 +73,7 @@ var corpus = []module{
 	{
 		name: "json-iterator", path: "github.com/json-iterator/go", version: "v1.1.12",
 		why: "unsafe, linkname and //go:nosplit: json-iterator and its dependency modern-go/reflect2 (instrumented too) pull reflect internals with //go:linkname and build codecs on unsafe pointers",
-		ci:  true,
+		ci:  true, ciRecording: true,
 	},
 	{
 		name: "testify", path: "github.com/stretchr/testify", version: "v1.12.1",
