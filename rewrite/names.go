@@ -74,11 +74,9 @@ func (nm *namer) lit(n *ast.FuncLit, stack []ast.Node) string {
 // (*T[...]), T[...].
 func receiverName(t ast.Expr) string {
 	star := false
-	if p, ok := t.(*ast.ParenExpr); ok {
-		t = p.X
-	}
+	t = unparen(t)
 	if s, ok := t.(*ast.StarExpr); ok {
-		star, t = true, s.X
+		star, t = true, unparen(s.X)
 	}
 	var b strings.Builder
 	switch x := t.(type) {
@@ -95,6 +93,17 @@ func receiverName(t ast.Expr) string {
 		return "(*" + b.String() + ")"
 	}
 	return b.String()
+}
+
+// unparen strips the parentheses around a receiver type: (T), *(T), (*T).
+func unparen(e ast.Expr) ast.Expr {
+	for {
+		p, ok := e.(*ast.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
 }
 
 func identName(e ast.Expr) string {

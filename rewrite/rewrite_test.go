@@ -162,13 +162,17 @@ func Map[T, U any](xs []T, f func(T) U) { for _, x := range xs { fmt.Sprint(f(x)
 func init() { fmt.Println(1) }
 func init() { func() { func() { fmt.Println(2) }() }() }
 var V = func() int { fmt.Println(3); return 3 }()
+type P struct{}
+func (p *(P)) Paren() { fmt.Println(p, 1, 2, 3); fmt.Println(p, 4, 5, 6) }
+func (p ((P))) Twice() { fmt.Println(p, 1, 2, 3); fmt.Println(p, 4, 5, 6) }
 `
 	p, _, _ := rewriteSource(t, src)
 	var names []string
 	for _, f := range p.Funcs {
 		names = append(names, f.Kind+":"+f.Name)
 	}
-	want := "method:(*L[...]).Push method:L[...].Show func:Map[...] init:init.0 init:init.1 closure:init.1.func1 closure:init.1.func1.1 closure:glob..func1"
+	// Parenthesised receivers are named as the compiler names them.
+	want := "method:(*L[...]).Push method:L[...].Show func:Map[...] init:init.0 init:init.1 closure:init.1.func1 closure:init.1.func1.1 closure:glob..func1 method:(*P).Paren method:P.Twice"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("names:\n got %s\nwant %s", got, want)
 	}
