@@ -142,15 +142,19 @@ if measure 1; then
 			Hook/off/hooked Hook/off/twin Hook/idle/hooked Hook/idle/twin Hook/rec/hooked Hook/rec/twin \
 			Hook/off/hooked-leaf Hook/off/twin-leaf Hook/idle/hooked-leaf Hook/idle/twin-leaf Hook/rec/hooked-leaf Hook/rec/twin-leaf; do
 			pat="^Benchmark${b%%/*}\$/^$(echo "${b#*/}" | sed 's|/|$/^|g')\$"
-			# With the recorder's clock goroutine running (idle, rec),
+			# With the recorder's clock thread running (idle, rec),
 			# callgrind now and then attributes a few of the loop's
 			# instructions to no function: two runs, the larger count kept.
 			# The other counts are exact and repeat to the instruction.
+			# --fair-sched=yes: valgrind runs one thread at a time, and
+			# with its default lock the clock thread's wake-ups every
+			# 0.5 ms left the Go scheduler's spin locks spinning for
+			# minutes (17 M instructions with it, 24 G without).
 			runs=1
 			[[ $b == Hook/idle/* || $b == Hook/rec/* ]] && runs=2
 			best=0
 			for _ in $(seq $runs); do
-				GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" \
+				GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$TMP/cg.out" \
 					"$TMP/hooks.test" -test.run '^$' -test.bench "$pat" -test.benchtime=${N}x >/dev/null 2>&1 || continue
 				c=$(callgrind_annotate --auto=no --threshold=100 "$TMP/cg.out" 2>/dev/null |
 					awk -v re="$CGRE" -v n=$((N + 1)) '$0 ~ re { gsub(",", "", $1); s += $1 } END { printf "%.1f", s / n }')
@@ -237,7 +241,7 @@ if measure 2; then
 	# the benchmark with -benchtime=Nx (the difference of two such runs is
 	# the cost of N iterations: start-up and the first run cancel out).
 	cg_count() { # dir binary pattern N regexp
-		(cd "$1" && GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$TMP/cg2.out" \
+		(cd "$1" && GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$TMP/cg2.out" \
 			"$2" -test.run '^$' -test.bench "$3" -test.benchtime="$4x" -test.cpu=1 >/dev/null 2>&1) || true
 		callgrind_annotate --auto=no --threshold=100 "$TMP/cg2.out" 2>/dev/null |
 			awk -v re="$5" '$0 ~ re { gsub(",", "", $1); s += $1 } END { printf "%.0f", s }'

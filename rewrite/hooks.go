@@ -61,8 +61,12 @@ package %s
 
 import __matrix_unsafe "unsafe"
 
-//go:linkname %s runtime.matrixActive
-var %s uint32
+//go:linkname %s runtime.matrixOn
+var %s struct {
+	_ [64]byte
+	v uint32
+	_ [60]byte
+}
 
 //go:linkname %s runtime.matrixEnter
 func %s(id uint32) bool

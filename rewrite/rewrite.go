@@ -306,7 +306,7 @@ func (p *Plan) Apply(ids []uint32) ([]Output, error) {
 		for _, pt := range f.points {
 			b.Write(f.src[last:pt.offset])
 			id := ids[pt.fn]
-			fmt.Fprintf(&b, "%sif %s != 0 && %s(%d) { defer %s(%d) }; %s", pt.prefix, HookActive, HookEnter, id, HookExit, id, pt.resume)
+			fmt.Fprintf(&b, "%sif %s.v != 0 && %s(%d) { defer %s(%d) }; %s", pt.prefix, HookActive, HookEnter, id, HookExit, id, pt.resume)
 			last = pt.offset
 		}
 		b.Write(f.src[last:])

@@ -43,7 +43,7 @@ var stdHooks = map[string][]stdHook{
 		// matched it (so a stuck request's lag report has it too); with
 		// nested muxes the innermost, most specific pattern is the last.
 		{recv: "ServeMux", name: "findHandler", results: []string{"h", "patStr"}, stmt: func(p []string) string {
-			return "if __matrix_on != 0 { defer func() { if patStr != \"\" { __matrix_scene(patStr) } }() }; "
+			return "if __matrix_on.v != 0 { defer func() { if patStr != \"\" { __matrix_scene(patStr) } }() }; "
 		}},
 	},
 	"testing": {
@@ -58,8 +58,12 @@ package %s
 
 import __matrix_unsafe "unsafe"
 
-//go:linkname __matrix_on runtime.matrixActive
-var __matrix_on uint32
+//go:linkname __matrix_on runtime.matrixOn
+var __matrix_on struct {
+	_ [64]byte
+	v uint32
+	_ [60]byte
+}
 
 //go:linkname __matrix_begin runtime.matrixDispatchBegin
 func __matrix_begin(kind int, name string) __matrix_unsafe.Pointer

@@ -177,7 +177,7 @@ func (nopProcessor) ForceFlush(context.Context) error                { return ni
 // BenchmarkHook measures the instrumented functions and their
 // uninstrumented twins in the three states of the recorder:
 //
-//   - off: the recorder is stopped, __matrix_on == 0: a load and a branch;
+//   - off: the recorder is stopped, __matrix_on.v == 0: a load and a branch;
 //   - idle: the recorder runs but the goroutine is in no dispatch: the two
 //     hook calls find a nil ring and return;
 //   - rec: the goroutine is inside a beat.Begin dispatch: two 8-byte

@@ -17,7 +17,7 @@ func Empty() {}
 
 // Hooked is instrumented: matrixexec inserts
 //
-//	if __matrix_on != 0 { __matrix_i(id); defer __matrix_o(id) }
+//	if __matrix_on.v != 0 { __matrix_i(id); defer __matrix_o(id) }
 //
 // after its opening brace. It calls Empty, like every function matrixexec
 // instruments calls something, so it has a stack frame with or without
