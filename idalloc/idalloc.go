@@ -76,6 +76,7 @@
 package idalloc
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -264,8 +265,8 @@ func OpenWith(path string, opts Options) (*Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.CheckOwner && !p.owner.IsZero() && !opts.Owner.IsZero() && !p.owner.Shares(opts.Owner) {
-		return nil, &ForeignMapError{Path: path, Recorded: p.owner, Build: opts.Owner}
+	if err := opts.accepts(path, p.owner); err != nil {
+		return nil, err
 	}
 	m.identity = p.identity
 	m.owner = p.owner
@@ -275,6 +276,62 @@ func OpenWith(path string, opts Options) (*Map, error) {
 	m.lastID = p.lastID
 	m.keys = p.keys
 	return m, nil
+}
+
+// accepts checks the owner recorded in the map at path (zero in maps
+// older than owners) against the build's.
+func (opts Options) accepts(path string, recorded Owner) error {
+	if opts.CheckOwner && !recorded.IsZero() && !opts.Owner.IsZero() && !recorded.Shares(opts.Owner) {
+		return &ForeignMapError{Path: path, Recorded: recorded, Build: opts.Owner}
+	}
+	return nil
+}
+
+// Identify opens the map at path like OpenWith, creating it if needed and
+// checking its owner, but reads only its header: it returns the map's
+// identity and owner without reading or checking the records, for callers
+// that need no id (matrixexec answering -V=full on every build).
+func Identify(path string, opts Options) (identity string, owner Owner, err error) {
+	if path == "" {
+		return "", Owner{}, errors.New("idalloc: empty map path")
+	}
+	if err := opts.Owner.check(); err != nil {
+		return "", Owner{}, err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		m := &Map{path: path, lockPath: path + ".lock", skipPath: path + ".skipped"}
+		m.lock = lockedfile.MutexAt(m.lockPath)
+		if err := m.create(opts.Owner); err != nil {
+			return "", Owner{}, err
+		}
+		f, err = os.Open(path)
+	}
+	if err != nil {
+		return "", Owner{}, fileError("open map", path, err, "")
+	}
+	defer f.Close()
+	// The header is the identity line and, optionally, the owner line.
+	br := bufio.NewReader(f)
+	var head strings.Builder
+	for range 2 {
+		line, err := br.ReadString('\n')
+		if err != nil && err != io.EOF {
+			return "", Owner{}, fileError("read map", path, err, "")
+		}
+		head.WriteString(line)
+		if err == io.EOF {
+			break
+		}
+	}
+	p, err := parseMap(path, head.String(), false)
+	if err != nil {
+		return "", Owner{}, err
+	}
+	if err := opts.accepts(path, p.owner); err != nil {
+		return "", Owner{}, err
+	}
+	return p.identity, p.owner, nil
 }
 
 // create creates the map file with a new identity and the given owner,

@@ -224,3 +224,33 @@ func TestModuleAndWorkspaceOwner(t *testing.T) {
 		t.Error("WorkspaceOwner of a go.work without modules succeeded")
 	}
 }
+
+// Identify reads the header only: the same identity and owner as a full
+// open, the same owner check, and a map created when there is none.
+func TestIdentify(t *testing.T) {
+	a := NewOwner(false, "example.com/a")
+	path := filepath.Join(t.TempDir(), "methodMapping.txt")
+	id, owner, err := Identify(path, Options{Owner: a, CheckOwner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(owner, a) {
+		t.Fatalf("owner %+v", owner)
+	}
+	m := mustOpen(t, path)
+	if m.Identity() != id || id == "" {
+		t.Fatalf("identity %q, Open says %q", id, m.Identity())
+	}
+	mustAllocate(t, m, "example.com/a", funcsFor(0, 3))
+	if id2, _, err := Identify(path, Options{Owner: a, CheckOwner: true}); err != nil || id2 != id {
+		t.Fatalf("after allocation: %q, %v", id2, err)
+	}
+	_, _, err = Identify(path, Options{Owner: NewOwner(false, "example.com/b"), CheckOwner: true})
+	var foreign *ForeignMapError
+	if !errors.As(err, &foreign) {
+		t.Fatalf("foreign map: %v", err)
+	}
+	if _, _, err := Identify(path, Options{Owner: NewOwner(false, "example.com/b")}); err != nil {
+		t.Fatalf("unchecked: %v", err)
+	}
+}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,22 +75,9 @@ type watchdogReport struct {
 
 func readWatchdogReports(t *testing.T, path string) []watchdogReport {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	all, _ := readJSONLines[watchdogReport](t, path)
 	var reps []watchdogReport
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if line == "" {
-			continue
-		}
-		var r watchdogReport
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("report line %q: %v", line, err)
-		}
+	for _, r := range all {
 		if r.Detail == "LAG" || r.Detail == "ANR" {
 			reps = append(reps, r)
 		}

@@ -121,25 +121,30 @@ func (s *shop) waitReports(t *testing.T, tag string, n int) []report {
 }
 
 func readReports(t *testing.T, path string) []report {
+	reps, _ := readJSONLines[report](t, path)
+	return reps
+}
+
+// readJSONLines decodes a JSON-lines report file (none if it does not exist
+// yet) and returns its content too, for failure messages.
+func readJSONLines[T any](t *testing.T, path string) ([]T, string) {
+	t.Helper()
 	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	var reps []report
+	var out []T
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		if line == "" {
 			continue
 		}
-		var r report
+		var r T
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("report line %q: %v", line, err)
 		}
-		reps = append(reps, r)
+		out = append(out, r)
 	}
-	return reps
+	return out, string(data)
 }
 
 const shopPkg = "github.com/matrixgo/matrix/examples/shop"

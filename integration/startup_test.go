@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -39,18 +38,8 @@ type startupReport struct {
 
 func readStartupReports(t *testing.T, path string) (startup, trees []startupReport, raw string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if line == "" {
-			continue
-		}
-		var r startupReport
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("report line %q: %v", line, err)
-		}
+	all, raw := readJSONLines[startupReport](t, path)
+	for _, r := range all {
 		switch {
 		case r.Tag == "Trace_StartUp":
 			startup = append(startup, r)
@@ -58,7 +47,7 @@ func readStartupReports(t *testing.T, path string) (startup, trees []startupRepo
 			trees = append(trees, r)
 		}
 	}
-	return startup, trees, string(data)
+	return startup, trees, raw
 }
 
 const catalogPkg = "github.com/matrixgo/matrix/examples/slowstart/internal/catalog"

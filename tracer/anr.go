@@ -155,9 +155,8 @@ type ANRTracer struct {
 	ticks, lags, anrs, droppedLate, panics atomic.Uint64
 	maxLate                                atomic.Int64
 
-	mu   sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	mu sync.Mutex
+	w  worker // the watchdog goroutine
 }
 
 // NewANRTracer returns a lag/ANR watchdog configured by cfg, switched on.
@@ -229,11 +228,11 @@ func (t *ANRTracer) Start(r Reporter) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stop != nil {
+	stop, done, ok := t.w.begin()
+	if !ok {
 		return nil
 	}
-	t.stop, t.done = make(chan struct{}), make(chan struct{})
-	go t.run(newWatchdog(t, r), t.stop, t.done)
+	go t.run(newWatchdog(t, r), stop, done)
 	return nil
 }
 
@@ -242,12 +241,7 @@ func (t *ANRTracer) Start(r Reporter) error {
 func (t *ANRTracer) Stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stop == nil {
-		return
-	}
-	close(t.stop)
-	<-t.done
-	t.stop, t.done = nil, nil
+	t.w.halt()
 }
 
 func (t *ANRTracer) run(w *watchdog, stop <-chan struct{}, done chan<- struct{}) {

@@ -73,9 +73,8 @@ type EvilMethodTracer struct {
 	cpu       cpuTable
 	clock     cpuClock
 
-	mu   sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	mu sync.Mutex
+	w  worker // the analysis goroutine
 }
 
 // NewEvilMethodTracer returns a slow-call tracer reporting dispatches that
@@ -118,12 +117,12 @@ func (t *EvilMethodTracer) Start(r Reporter) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stop != nil {
+	stop, done, ok := t.w.begin()
+	if !ok {
 		return nil
 	}
 	t.cpu.reset()
-	t.stop, t.done = make(chan struct{}), make(chan struct{})
-	go t.run(r, t.stop, t.done)
+	go t.run(r, stop, done)
 	return nil
 }
 
@@ -132,12 +131,7 @@ func (t *EvilMethodTracer) Start(r Reporter) error {
 func (t *EvilMethodTracer) Stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stop == nil {
-		return
-	}
-	close(t.stop)
-	<-t.done
-	t.stop, t.done = nil, nil
+	t.w.halt()
 }
 
 // DispatchBegin notes the process CPU time at the start of d.

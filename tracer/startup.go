@@ -217,9 +217,8 @@ type StartupTracer struct {
 	// by startup.mu), so it is reported once per tracer.
 	coldQueued bool
 
-	mu   sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	mu sync.Mutex
+	w  worker // the analysis goroutine
 }
 
 // startupBacklog bounds the start-up events waiting for a tracer's goroutine.
@@ -289,11 +288,11 @@ func (t *StartupTracer) Start(r Reporter) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stop != nil {
+	stop, done, ok := t.w.begin()
+	if !ok {
 		return nil
 	}
-	t.stop, t.done = make(chan struct{}), make(chan struct{})
-	go t.run(r, t.stop, t.done)
+	go t.run(r, stop, done)
 	startup.register(t)
 	return nil
 }
@@ -303,13 +302,11 @@ func (t *StartupTracer) Start(r Reporter) error {
 func (t *StartupTracer) Stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stop == nil {
+	if !t.w.running() {
 		return
 	}
 	startup.unregister(t)
-	close(t.stop)
-	<-t.done
-	t.stop, t.done = nil, nil
+	t.w.halt()
 }
 
 // DispatchBegin does nothing.

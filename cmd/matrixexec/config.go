@@ -115,6 +115,13 @@ func (cfg *config) openMap() (*idalloc.Map, error) {
 	return m, mapError(err)
 }
 
+// mapIdentity returns the identity of the id map, which it opens (or
+// creates) and checks like openMap but without reading its records.
+func (cfg *config) mapIdentity() (string, error) {
+	id, _, err := idalloc.Identify(cfg.mapPath, idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet})
+	return id, mapError(err)
+}
+
 // mapError adds to an error of the map what matrixexec offers to fix it.
 func mapError(err error) error {
 	var foreign *idalloc.ForeignMapError

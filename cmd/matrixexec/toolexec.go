@@ -81,15 +81,9 @@ func toolVersion(cfg *config, args []string, stdout, stderr io.Writer) error {
 // cmd/go keys its own file hashes. Without a usable cache directory the
 // tool is run every time.
 func cachedToolLine(args []string, stderr io.Writer) (string, error) {
-	cache := ""
-	if fi, err := os.Stat(args[0]); err == nil {
-		if dir, err := os.UserCacheDir(); err == nil {
-			key := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", args[0], fi.Size(), fi.ModTime().UnixNano()))
-			cache = filepath.Join(dir, "matrixexec", "toolid-"+hex.EncodeToString(key[:12]))
-			if b, err := os.ReadFile(cache); err == nil && len(b) > 0 {
-				return string(b), nil
-			}
-		}
+	cache, b := derivedCache("toolid", args[0])
+	if len(b) > 0 {
+		return string(b), nil
 	}
 	var out bytes.Buffer
 	if err := runTool(args, nil, &out, stderr); err != nil {
@@ -100,6 +94,25 @@ func cachedToolLine(args []string, stderr io.Writer) (string, error) {
 		writeCacheFile(cache, []byte(line))
 	}
 	return line, nil
+}
+
+// derivedCache returns the cache file of a value derived from the file at
+// path, named by kind and keyed by the file's path, size and modification
+// time, and its content if it holds one. The file is "" when there is no
+// usable cache directory.
+func derivedCache(kind, path string) (file string, content []byte) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", nil
+	}
+	key := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano()))
+	file = filepath.Join(dir, "matrixexec", kind+"-"+hex.EncodeToString(key[:12]))
+	content, _ = os.ReadFile(file)
+	return file, content
 }
 
 // writeCacheFile writes a cache entry atomically (a temporary file renamed
@@ -136,11 +149,11 @@ func configHash(cfg *config) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(h, "blacklist:%s\ninline:%d\nzerocode:%s\ndebug:%v\n", rules, cfg.inlineBudget, cfg.zeroCode, cfg.debugHooks)
-	m, err := cfg.openMap()
+	id, err := cfg.mapIdentity()
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "map:%s\n", m.Identity())
+	fmt.Fprintf(h, "map:%s\n", id)
 	if cfg.zeroCode != zeroOff && mentionsSelf() {
 		// Main packages are compiled against the zero-code tracer, which
 		// cmd/go does not know they depend on: its sources are part of
@@ -163,15 +176,9 @@ var selfHash = sync.OnceValues(func() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locate matrixexec: %w", err)
 	}
-	cache := ""
-	if fi, err := os.Stat(exe); err == nil {
-		if dir, err := os.UserCacheDir(); err == nil {
-			key := sha256.Sum256(fmt.Appendf(nil, "self\x00%s\x00%d\x00%d", exe, fi.Size(), fi.ModTime().UnixNano()))
-			cache = filepath.Join(dir, "matrixexec", "self-"+hex.EncodeToString(key[:12]))
-			if b, err := os.ReadFile(cache); err == nil && len(b) == sha256.Size {
-				return b, nil
-			}
-		}
+	cache, b := derivedCache("self", exe)
+	if len(b) == sha256.Size {
+		return b, nil
 	}
 	sum, err := hashFile(exe)
 	if err != nil {
