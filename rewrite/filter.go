@@ -124,6 +124,7 @@ type packageInfo struct {
 	types   map[string]bool
 	funcs   map[string]*ast.FuncDecl
 	methods map[string][]*ast.FuncDecl // by method name
+	typed   *typedInfo                 // nil unless the package was type-checked
 }
 
 func collectPackageInfo(files []*ast.File) *packageInfo {
@@ -167,7 +168,8 @@ var builtinFuncs = map[string]bool{
 	"println": true, "real": true, "recover": true,
 }
 
-// callKind classifies a call expression syntactically.
+// callKind classifies a call expression: from its resolved callee if the
+// package was type-checked, else syntactically.
 type callKind int
 
 const (
@@ -177,6 +179,11 @@ const (
 )
 
 func classifyCall(c *ast.CallExpr, pi *packageInfo) callKind {
+	if pi.typed != nil {
+		if kind, ok := pi.typed.classify(c); ok {
+			return kind
+		}
+	}
 	fun := c.Fun
 	for {
 		p, ok := fun.(*ast.ParenExpr)

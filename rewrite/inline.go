@@ -13,6 +13,10 @@ import (
 // getters and setters.
 const DefaultInlineBudget = 80
 
+// HotInlineBudget is the inlining budget of a function the compiler finds
+// hot in a PGO profile (cmd/compile's inlineHotMaxBudget).
+const HotInlineBudget = 2000
+
 // SmallLeafFactor/2 is the multiple of the inline budget up to which a leaf
 // function is skipped (see estimator.smallLeaf).
 const SmallLeafFactor = 5
@@ -62,6 +66,16 @@ func (e *estimator) cost(fn ast.Node, budget int) int {
 	return tooHairy
 }
 
+// hotCost estimates the inlining cost of a function declaration up to
+// HotInlineBudget.
+func (e *estimator) hotCost(fn ast.Node) int {
+	fd, ok := fn.(*ast.FuncDecl)
+	if !ok || fd.Body == nil || hasPragma(fd.Doc, "//go:noinline") {
+		return tooHairy
+	}
+	return e.body(fd.Body, HotInlineBudget)
+}
+
 func (e *estimator) body(body *ast.BlockStmt, budget int) int {
 	total := 0
 	ast.Inspect(body, func(n ast.Node) bool {
@@ -96,6 +110,15 @@ func (e *estimator) body(body *ast.BlockStmt, budget int) int {
 			return false
 		case *ast.LabeledStmt, *ast.EmptyStmt:
 			return true
+		case *ast.KeyValueExpr:
+			// A struct literal's field name is not a node of its own
+			// (OSTRUCTKEY); a map or array literal's key is.
+			total++
+			if _, field := n.Key.(*ast.Ident); !field {
+				ast.Inspect(n.Key, func(m ast.Node) bool { return e.visitChild(m, &total, budget) })
+			}
+			ast.Inspect(n.Value, func(m ast.Node) bool { return e.visitChild(m, &total, budget) })
+			return false
 		case *ast.AssignStmt:
 			if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
 				total++
@@ -181,7 +204,13 @@ func (e *estimator) call(c *ast.CallExpr) int {
 // compiler inlines the call (or needs no call at all: conversions and most
 // builtins).
 func (e *estimator) callCost(c *ast.CallExpr) (cost int, inlined bool) {
-	switch classifyCall(c, e.pi) {
+	kind := classifyCall(c, e.pi)
+	if kind == realCall && e.pi.typed != nil {
+		if cost, inlined, ok := e.typedCallCost(c); ok {
+			return cost, inlined
+		}
+	}
+	switch kind {
 	case conversion:
 		return 1, true
 	case builtinCall:

@@ -25,12 +25,14 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/matrixgo/matrix/inlinecost"
 	"golang.org/x/tools/go/ast/inspector"
 )
 
@@ -49,6 +51,7 @@ const (
 	ReasonTrivial   = "trivial"
 	ReasonInlinable = "inlinable"
 	ReasonSmallLeaf = "small-leaf"
+	ReasonPGOHot    = "pgo-hot"
 	ReasonPragma    = "pragma" // followed by ":go:<name>"
 	ReasonBlacklist = "blacklist"
 	ReasonCgo       = "cgo"
@@ -69,6 +72,32 @@ type Options struct {
 	// names carried in the binary so that they match the binary's own
 	// stack traces.
 	TrimPath string
+	// Types, if non-nil, has the package type-checked against the export
+	// data its compile is given before the filters run. The inlining
+	// estimate then follows every call to the function it really calls,
+	// prices calls the compiler never inlines (interface methods, function
+	// values) as such, and prices calls into other packages at the costs
+	// the compiler recorded in their export data (see package inlinecost).
+	// Without it, calls are resolved by name and a call into another
+	// package is priced as a call that is not inlined.
+	Types *TypesConfig
+	// Hot, if non-nil, reports whether a function of the package (named
+	// as in Func.Name) is a callee of a hot call edge of the build's PGO
+	// profile (see package pgohot). The compiler inlines such
+	// functions at their hot call sites up to HotInlineBudget, so those
+	// estimated within it are skipped like other inlinable functions.
+	Hot func(linkName string) bool
+}
+
+// TypesConfig is what type checking a package needs from its compile.
+type TypesConfig struct {
+	// Importcfg is the content of the compile's -importcfg file: the
+	// export data of every package it imports.
+	Importcfg []byte
+	// GoVersion is the compile's -lang version ("go1.24"), if any.
+	GoVersion string
+	// Sizes are the target's type sizes (types.SizesFor("gc", GOARCH)).
+	Sizes types.Sizes
 }
 
 // Func is a function chosen for instrumentation.
@@ -170,6 +199,14 @@ func (p *Plan) analyse() {
 		astFiles[i] = f.ast
 	}
 	pkgInfo := collectPackageInfo(astFiles)
+	if tc := p.opts.Types; tc != nil {
+		// A malformed importcfg leaves the package untyped: the
+		// compiler will report it.
+		if imp, err := inlinecost.NewImporter(p.fset, tc.Importcfg); err == nil {
+			conf := types.Config{Importer: imp, GoVersion: tc.GoVersion, Sizes: tc.Sizes}
+			pkgInfo.typeCheck(p.fset, astFiles, p.opts.PkgPath, conf, imp.Func)
+		}
+	}
 	budget := p.opts.InlineBudget
 	if budget == 0 {
 		budget = DefaultInlineBudget
@@ -236,6 +273,9 @@ func (p *Plan) analyse() {
 				return skip(ReasonNoCalls)
 			case budget > 0 && inlinable(kind, name, p.PkgName) && est.cost(n, budget) <= budget:
 				return skip(ReasonInlinable)
+			case budget > 0 && p.opts.Hot != nil && inlinable(kind, name, p.PkgName) &&
+				p.opts.Hot(name) && est.hotCost(n) <= HotInlineBudget:
+				return skip(ReasonPGOHot)
 			case budget > 0 && est.smallLeaf(body, budget*SmallLeafFactor/2):
 				return skip(ReasonSmallLeaf)
 			case p.opts.Keep != nil && !p.opts.Keep(name):

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"go/types"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/idalloc"
+	"github.com/matrixgo/matrix/pgohot"
 	"github.com/matrixgo/matrix/rewrite"
 )
 
@@ -147,10 +151,27 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 		srcs = append(srcs, f)
 	}
 	trim, _ := flagValue(flags, "trimpath")
+	tc, err := typesConfig(flags)
+	if err != nil {
+		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
+	}
+	profile, err := pgoProfile(flags)
+	if err != nil {
+		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
+	}
+	var hot func(string) bool
+	if profile != nil {
+		// The profile names functions by linker symbol, whose package
+		// part is the compiler's -p (main for commands).
+		linkPkg, _ := flagValue(flags, "p")
+		hot = func(name string) bool { return profile.Hot(linkPkg + "." + name) }
+	}
 	plan, err := rewrite.NewPlan(srcs, rewrite.Options{
 		PkgPath:      pkg,
 		InlineBudget: cfg.inlineBudget,
 		TrimPath:     trim,
+		Types:        tc,
+		Hot:          hot,
 		Keep:         func(fn string) bool { ok, _ := rules.Func(pkg, fn); return ok },
 	})
 	if err != nil {
@@ -221,4 +242,46 @@ func pkgKey(pkg string) string {
 		return pkg[:i]
 	}
 	return pkg
+}
+
+// typesConfig returns what type checking the package needs from its
+// compile: the importcfg's content, the -lang version and the target's
+// sizes. It returns nil for a compile without an importcfg.
+func typesConfig(flags []string) (*rewrite.TypesConfig, error) {
+	path, ok := flagValue(flags, "importcfg")
+	if !ok {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read importcfg: %w", err)
+	}
+	lang, _ := flagValue(flags, "lang")
+	goarch := os.Getenv("GOARCH")
+	if goarch == "" {
+		goarch = runtime.GOARCH
+	}
+	return &rewrite.TypesConfig{Importcfg: data, GoVersion: lang, Sizes: types.SizesFor("gc", goarch)}, nil
+}
+
+// pgoProfile reads the compile's -pgoprofile, if it is a preprocessed
+// profile (cmd/go passes one from Go 1.23 on). It returns nil otherwise:
+// then no function is taken for hot.
+func pgoProfile(flags []string) (*pgohot.Profile, error) {
+	path, ok := flagValue(flags, "pgoprofile")
+	if !ok || path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read pgo profile: %w", err)
+	}
+	if !pgohot.IsPreprocessed(data) {
+		return nil, nil
+	}
+	p, err := pgohot.Read(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
 }

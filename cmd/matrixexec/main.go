@@ -23,10 +23,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		// matrixexec lives for one build step and keeps what it parses
+		// and type-checks until the step ends (a few tens of MiB for
+		// the largest packages): collecting it is wasted work. The limit
+		// still bounds an unusually large package.
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(256 << 20)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -1,0 +1,122 @@
+package inlinecost
+
+import (
+	"fmt"
+	"go/token"
+	"go/types"
+	"os"
+	"strings"
+
+	"golang.org/x/tools/go/gcexportdata"
+)
+
+// Importer is a types.Importer over the export data a compile step is
+// given: the packagefile and importmap lines of its -importcfg file. It
+// also answers the compiler's inlining decisions about the functions of
+// the packages it imported.
+type Importer struct {
+	fset      *token.FileSet
+	files     map[string]string // import path -> export data file
+	importMap map[string]string // import path in source -> package path
+	imports   map[string]*types.Package
+	pkgs      map[string]*Package
+	errs      map[string]error
+}
+
+// NewImporter returns an importer for the contents of an importcfg file.
+func NewImporter(fset *token.FileSet, importcfg []byte) (*Importer, error) {
+	im := &Importer{
+		fset:      fset,
+		files:     map[string]string{},
+		importMap: map[string]string{},
+		imports:   map[string]*types.Package{},
+		pkgs:      map[string]*Package{},
+		errs:      map[string]error{},
+	}
+	for i, line := range strings.Split(string(importcfg), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		verb, args, _ := strings.Cut(line, " ")
+		key, value, ok := strings.Cut(strings.TrimSpace(args), "=")
+		switch {
+		case verb == "packagefile" && ok:
+			im.files[key] = value
+		case verb == "importmap" && ok:
+			im.importMap[key] = value
+		case verb == "packagefile" || verb == "importmap":
+			return nil, fmt.Errorf("importcfg line %d: want %s path=value", i+1, verb)
+		}
+	}
+	return im, nil
+}
+
+// Import implements types.Importer.
+func (im *Importer) Import(path string) (*types.Package, error) {
+	if path == "unsafe" {
+		return types.Unsafe, nil
+	}
+	if mapped, ok := im.importMap[path]; ok {
+		path = mapped
+	}
+	p, err := im.load(path)
+	if err != nil {
+		return nil, err
+	}
+	return p.Types, nil
+}
+
+func (im *Importer) load(path string) (*Package, error) {
+	if p, ok := im.pkgs[path]; ok {
+		return p, nil
+	}
+	if err, ok := im.errs[path]; ok {
+		return nil, err
+	}
+	p, err := im.read(path)
+	if err != nil {
+		im.errs[path] = err
+		return nil, err
+	}
+	im.pkgs[path] = p
+	return p, nil
+}
+
+func (im *Importer) read(path string) (*Package, error) {
+	file, ok := im.files[path]
+	if !ok {
+		return nil, fmt.Errorf("import %q: not in the importcfg", path)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("import %q: %w", path, err)
+	}
+	defer f.Close()
+	r, err := gcexportdata.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("import %q: %s: %w", path, file, err)
+	}
+	return Read(r, im.fset, im.imports, path)
+}
+
+// Func returns the compiler's decision about fn, a function or method of
+// a package in the importcfg. It reads that package's export data if no
+// import has yet. The decision is unknown for packages the importcfg does
+// not name.
+func (im *Importer) Func(fn *types.Func) (Cost, error) {
+	if fn.Pkg() == nil {
+		return Cost{}, nil
+	}
+	if _, ok := im.files[fn.Pkg().Path()]; !ok {
+		return Cost{}, nil // not imported directly: no export data at hand
+	}
+	p, err := im.load(fn.Pkg().Path())
+	if err != nil {
+		return Cost{}, err
+	}
+	if p.Types != fn.Pkg() {
+		return Cost{}, nil // another view of the package
+	}
+	return p.Func(fn)
+}
