@@ -187,13 +187,28 @@ if measure 2; then
 	lib_run() { # name module callgrind-benchmarks pattern...
 		local name=$1 mod=$2 cgbench=$3
 		shift 3
-		local dir kinds=(plain none instr b200 rec)
+		local dir kinds=(plain none instr b200 rec pgoplain pgoinstr)
 		dir=$(cd "$BENCH" && go list -m -f '{{.Dir}}' "$mod")
 		log "group 2: building $mod's tests"
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-plain.test" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-instr.test" -toolexec="$MX" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-b200.test" -toolexec="$MX -inline-budget 200" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-none.test" -toolexec="$MX -blacklist $TMP/libs-kept.blacklist" "$mod")
+		# A CPU profile of the plain build running the same benchmarks,
+		# then both sides built with it (go build -pgo): the compiler
+		# inlines the profile's hot callees, and matrixexec leaves them
+		# without hooks.
+		log "group 2: $name CPU profile for the profile-guided builds"
+		local profs=() i=0
+		for p in "$@"; do
+			i=$((i + 1))
+			(cd "$dir" && "$TMP/$name-plain.test" -test.run '^$' -test.bench "$p" -test.benchtime="$BT2" -test.cpu=1 \
+				-test.cpuprofile="$TMP/$name-$i.pprof" >/dev/null)
+			profs+=("$TMP/$name-$i.pprof")
+		done
+		go tool pprof -proto "${profs[@]}" >"$OUT/g2-$name.pprof" 2>/dev/null
+		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-pgoplain.test" -pgo="$OUT/g2-$name.pprof" "$mod")
+		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-pgoinstr.test" -pgo="$OUT/g2-$name.pprof" -toolexec="$MX" "$mod")
 		for kind in "${kinds[@]}"; do : >"$OUT/g2-$name-$kind.txt"; done
 		# One benchmark at a time, all builds back to back: a burst of load
 		# from elsewhere then hits the numbers of one ratio alike.
@@ -220,7 +235,8 @@ if measure 2; then
 		done
 		if [[ -n $BENCHSTAT ]]; then
 			(cd "$OUT" && "$BENCHSTAT" -filter '.unit:sec/op' plain=g2-$name-plain.txt control=g2-$name-none.txt \
-				instrumented=g2-$name-instr.txt budget200=g2-$name-b200.txt recording=g2-$name-rec.txt >"g2-$name-benchstat.txt" 2>&1) || true
+				instrumented=g2-$name-instr.txt budget200=g2-$name-b200.txt recording=g2-$name-rec.txt \
+				pgo-plain=g2-$name-pgoplain.txt pgo-instrumented=g2-$name-pgoinstr.txt >"g2-$name-benchstat.txt" 2>&1) || true
 		fi
 		: >"$OUT/g2-$name-callgrind.txt"
 		if [[ $CG == 1 ]]; then
@@ -228,7 +244,7 @@ if measure 2; then
 			local re="${mod}[./]|runtime.matrix"
 			for spec in $cgbench; do # pattern:N
 				local pat=${spec%:*} n=${spec##*:}
-				for kind in plain instr b200; do
+				for kind in plain instr b200 pgoplain pgoinstr; do
 					local c1 c2
 					c1=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" "$n" "$re")
 					c2=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" $((2 * n)) "$re")

@@ -155,11 +155,27 @@ func (e *estimator) smallLeaf(body *ast.BlockStmt, budget int) bool {
 		case *ast.BranchStmt:
 			leaf = n.Tok != token.GOTO
 		case *ast.CallExpr:
-			_, leaf = e.callCost(n)
+			leaf = e.leafCall(n)
 		}
 		return leaf
 	})
 	return leaf && e.body(body, budget) <= budget
+}
+
+// leafCall reports whether a call keeps its caller a leaf: a conversion, a
+// builtin, an intrinsic, or a call the compiler inlines to a function of
+// this package. An inlined function of another package may itself call
+// anything (fmt.Println is inlined, and writes to a file).
+func (e *estimator) leafCall(c *ast.CallExpr) bool {
+	if _, inlined := e.callCost(c); !inlined {
+		return false
+	}
+	if ti := e.pi.typed; ti != nil {
+		if fn, ok := ti.calleeFunc(c); ok && fn.Pkg() != ti.pkg && !cheapCall(fn) {
+			return false
+		}
+	}
+	return true
 }
 
 // hasPragma reports whether a doc comment holds a directive line.

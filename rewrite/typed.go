@@ -83,6 +83,17 @@ func (ti *typedInfo) callee(fun ast.Expr) (obj types.Object, dynamic bool) {
 	}
 }
 
+// calleeFunc returns the function a call calls statically (its generic
+// origin for an instantiation).
+func (ti *typedInfo) calleeFunc(c *ast.CallExpr) (*types.Func, bool) {
+	obj, dynamic := ti.callee(c.Fun)
+	fn, ok := obj.(*types.Func)
+	if !ok || dynamic {
+		return nil, false
+	}
+	return fn.Origin(), true
+}
+
 // classify refines classifyCall with the resolved callee.
 func (ti *typedInfo) classify(c *ast.CallExpr) (callKind, bool) {
 	switch obj, _ := ti.callee(c.Fun); obj.(type) {
@@ -101,16 +112,14 @@ func (ti *typedInfo) classify(c *ast.CallExpr) (callKind, bool) {
 // call extraCallCost. ok is false if the callee is unknown.
 func (e *estimator) typedCallCost(c *ast.CallExpr) (cost int, inlined, ok bool) {
 	ti := e.pi.typed
-	obj, dynamic := ti.callee(c.Fun)
-	fn, isFunc := obj.(*types.Func)
-	switch {
-	case obj == nil:
+	if obj, _ := ti.callee(c.Fun); obj == nil {
 		return 0, false, false
-	case !isFunc, dynamic:
+	}
+	fn, ok := ti.calleeFunc(c)
+	if !ok {
 		// A function value or an interface method.
 		return 2 + extraCallCost, false, true
 	}
-	fn = fn.Origin()
 	if fn.Pkg() == ti.pkg {
 		if fd := ti.decls[fn]; fd != nil {
 			if cc := e.cost(fd, DefaultInlineBudget); cc <= DefaultInlineBudget {

@@ -15,7 +15,9 @@ import (
 const typedSrc = `package x
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -37,6 +39,16 @@ func (b *buf) Write(p []byte) (int, error) { b.b = append(b.b, p...); return len
 // not inlinable.
 func twice(w io.Writer, p []byte) { w.Write(p); w.Write(p) }
 
+// Inlined calls into another package may call anything (fmt.Println
+// writes to a file): not a small leaf. (An init function is never
+// inlined, so only the small-leaf rule could skip it.)
+func init() {
+	if len(os.Args) > 5 {
+		fmt.Println("many")
+		fmt.Println("arguments")
+	}
+}
+
 // A conversion to another package's type is not a call: no calls.
 func seconds(n int64) time.Duration { return time.Duration(n) * time.Second }
 `
@@ -56,7 +68,7 @@ func TestSelectionWithTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "packagefile {{.ImportPath}}={{.Export}}", "io", "strings", "sync/atomic", "time")
+	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "packagefile {{.ImportPath}}={{.Export}}", "fmt", "io", "os", "strings", "sync/atomic", "time")
 	cmd.Dir = dir
 	importcfg, err := cmd.Output()
 	if err != nil {
@@ -90,6 +102,7 @@ func TestSelectionWithTypes(t *testing.T) {
 		"(*counter).bump": {ReasonInlinable, "instrumented"},
 		"twice":           {"instrumented", ReasonInlinable},
 		"seconds":         {ReasonNoCalls, ReasonInlinable},
+		"init.0":          {"instrumented", "instrumented"},
 	} {
 		if typed[name] != want.typed {
 			t.Errorf("%s with types: %q, want %q", name, typed[name], want.typed)

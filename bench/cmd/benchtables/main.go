@@ -292,6 +292,8 @@ func lib(dir, name string) error {
 		{"instr", "instrumented, not recording"},
 		{"b200", "`-inline-budget 200`, not recording"},
 		{"rec", "instrumented, every run recorded"},
+		{"pgoplain", "plain, built with a CPU profile (`-pgo`)"},
+		{"pgoinstr", "instrumented with the same profile, not recording"},
 	}
 	data := map[string]rounds{}
 	var used []int
@@ -334,20 +336,27 @@ func lib(dir, name string) error {
 		fmt.Printf(" | **%s** |", ratio(math.Exp(logSum[i]/float64(count[i]))))
 	}
 	fmt.Println()
-	if none, instr := data["none"], data["instr"]; none != nil && instr != nil {
-		var l float64
-		var n int
-		for _, bench := range order {
-			if len(none[bench]) > 0 && len(instr[bench]) > 0 {
-				l += math.Log(median(perRound(instr[bench], none[bench], func(x, y float64) float64 { return x / y })))
-				n++
-			}
-		}
-		if n > 0 {
-			fmt.Printf("\nThe hooks alone (instrumented ÷ control, geomean): **%s**.\n", ratio(math.Exp(l/float64(n))))
-		}
+	if r, ok := geomeanRatio(order, data["instr"], data["none"]); ok {
+		fmt.Printf("\nThe hooks alone (instrumented ÷ control, geomean): **%s**.\n", ratio(r))
+	}
+	if r, ok := geomeanRatio(order, data["pgoinstr"], data["pgoplain"]); ok {
+		fmt.Printf("\nWith a PGO profile on both sides (instrumented ÷ plain, both built with `-pgo`, geomean): **%s**.\n", ratio(r))
 	}
 	return libCallgrind(filepath.Join(dir, "g2-"+name+"-callgrind.txt"))
+}
+
+// geomeanRatio returns the geometric mean over the benchmarks of the
+// median per-round ratio a/b, if any benchmark has both.
+func geomeanRatio(order []string, a, b rounds) (float64, bool) {
+	var l float64
+	var n int
+	for _, bench := range order {
+		if len(a[bench]) > 0 && len(b[bench]) > 0 {
+			l += math.Log(median(perRound(a[bench], b[bench], func(x, y float64) float64 { return x / y })))
+			n++
+		}
+	}
+	return math.Exp(l / float64(max(n, 1))), n > 0
 }
 
 // libCallgrind prints the instruction counts of group 2: lines of
@@ -357,7 +366,7 @@ func libCallgrind(path string) error {
 	if err != nil || len(strings.TrimSpace(string(data))) == 0 {
 		return nil
 	}
-	type row struct{ plain, instr, b200 float64 }
+	type row struct{ plain, instr, b200, pgoPlain, pgoInstr float64 }
 	rows := map[string]*row{}
 	var order []string
 	for _, line := range strings.Split(string(data), "\n") {
@@ -379,16 +388,21 @@ func libCallgrind(path string) error {
 			r.instr = v
 		case "b200":
 			r.b200 = v
+		case "pgoplain":
+			r.pgoPlain = v
+		case "pgoinstr":
+			r.pgoInstr = v
 		}
 	}
 	fmt.Println()
 	fmt.Println("Instructions per op executed in the library's own functions and the hooks (callgrind, exact and repeatable):")
 	fmt.Println()
-	fmt.Println("| benchmark | plain | instrumented | ratio | `-inline-budget 200` | ratio |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Println("| benchmark | plain | instrumented | ratio | `-inline-budget 200` | ratio | plain with `-pgo` | instrumented with `-pgo` | ratio |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, name := range order {
 		r := rows[name]
-		fmt.Printf("| `%s` | %.0f | %.0f | %s | %.0f | %s |\n", benchName(name), r.plain, r.instr, ratio(r.instr/r.plain), r.b200, ratio(r.b200/r.plain))
+		fmt.Printf("| `%s` | %.0f | %.0f | %s | %.0f | %s | %.0f | %.0f | %s |\n", benchName(name), r.plain, r.instr, ratio(r.instr/r.plain),
+			r.b200, ratio(r.b200/r.plain), r.pgoPlain, r.pgoInstr, ratio(r.pgoInstr/r.pgoPlain))
 	}
 	return nil
 }
