@@ -116,8 +116,9 @@ func usage(w io.Writer) {
 build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
   -map FILE          method mapping file   (MATRIX_MAP, default <module root>/.matrix/methodMapping.txt)
   -blacklist FILE    blacklist file        (MATRIX_BLACKLIST, default <module root>/.matrix/blacklist.txt if present)
-  -inline-budget N   skip functions the compiler would inline at this cost, and small leaves up
-                     to 2.5×N; -1 to instrument them too
+  -inline-budget N   skip functions the compiler would inline at this cost, small leaves up
+                     to 2.5×N and, in a -pgo build, the profile's hot callees up to 2000;
+                     -1 to instrument them too
                                            (MATRIX_INLINE_BUDGET, default 80)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
   -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
