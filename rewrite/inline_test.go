@@ -151,7 +151,7 @@ func TestInlineEstimateMatchesCompiler(t *testing.T) {
 
 // exportImportcfg returns an importcfg naming the export data of pkgs and
 // all their dependencies, as cmd/go would write for a compile.
-func exportImportcfg(t *testing.T, pkgs []string) []byte {
+func exportImportcfg(t testing.TB, pkgs []string) []byte {
 	t.Helper()
 	out, err := exec.Command("go", append([]string{"list", "-export", "-deps", "-f", "packagefile {{.ImportPath}}={{.Export}}"}, pkgs...)...).Output()
 	if err != nil {
