@@ -242,13 +242,7 @@ func marked(s string) error { return os.Remove(s) }
 func unmarked(s string) error { return os.Remove(s) }
 `
 	p, _, _ := rewriteSource(t, src)
-	reasons := map[string]string{}
-	for _, s := range p.Skips {
-		reasons[s.Name] = s.Reason
-	}
-	for _, f := range p.Funcs {
-		reasons[f.Name] = "instrumented"
-	}
+	reasons := decisions(p)
 	for name, want := range map[string]string{
 		"skip":     ReasonInlinable,
 		"skipSlow": ReasonNoCalls,

@@ -74,22 +74,15 @@ func TestSelectionWithTypes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -export: %v", err)
 	}
-	decisions := func(tc *TypesConfig) map[string]string {
+	plan := func(tc *TypesConfig) map[string]string {
 		p, err := NewPlan([]string{filepath.Join(dir, "x.go")}, Options{PkgPath: "example.com/x", Types: tc})
 		if err != nil {
 			t.Fatal(err)
 		}
-		reasons := map[string]string{}
-		for _, s := range p.Skips {
-			reasons[s.Name] = s.Reason
-		}
-		for _, f := range p.Funcs {
-			reasons[f.Name] = "instrumented"
-		}
-		return reasons
+		return decisions(p)
 	}
-	typed := decisions(&TypesConfig{Importcfg: importcfg, GoVersion: "go1.24", Sizes: types.SizesFor("gc", runtime.GOARCH)})
-	untyped := decisions(nil)
+	typed := plan(&TypesConfig{Importcfg: importcfg, GoVersion: "go1.24", Sizes: types.SizesFor("gc", runtime.GOARCH)})
+	untyped := plan(nil)
 
 	compiler, _ := compilerInline(t, dir, ".")
 	line := map[string]string{
@@ -172,13 +165,7 @@ func deferring(n int) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reasons := map[string]string{}
-		for _, s := range p.Skips {
-			reasons[s.Name] = s.Reason
-		}
-		for _, f := range p.Funcs {
-			reasons[f.Name] = "instrumented"
-		}
+		reasons := decisions(p)
 		want := map[string]string{"warm": "instrumented", "cold": "instrumented", "deferring": "instrumented"}
 		if withProfile {
 			want["warm"] = ReasonPGOHot // hot, cost over 80 and under 2000
@@ -190,4 +177,17 @@ func deferring(n int) int {
 			}
 		}
 	}
+}
+
+// decisions returns what a plan does with each function: "instrumented",
+// or the reason it is skipped.
+func decisions(p *Plan) map[string]string {
+	reasons := map[string]string{}
+	for _, s := range p.Skips {
+		reasons[s.Name] = s.Reason
+	}
+	for _, f := range p.Funcs {
+		reasons[f.Name] = "instrumented"
+	}
+	return reasons
 }
