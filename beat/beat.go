@@ -24,36 +24,27 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // DispatchID is the reserved function id of the DISPATCH pseudo-function.
-const DispatchID = 1048574
+const DispatchID = abi.DispatchID
 
 // Kind says where a dispatch comes from.
 type Kind int
 
 // Dispatch sources.
 const (
-	KindCustom    Kind = iota // Begin/Run from user code
-	KindHTTP                  // a request served by net/http
-	KindTest                  // a test run by the testing package
-	KindBenchmark             // one run of a benchmark
-	KindFrame                 // a frame of a frame loop
+	KindCustom    = Kind(abi.KindCustom)    // Begin/Run from user code
+	KindHTTP      = Kind(abi.KindHTTP)      // a request served by net/http
+	KindTest      = Kind(abi.KindTest)      // a test run by the testing package
+	KindBenchmark = Kind(abi.KindBenchmark) // one run of a benchmark
+	KindFrame     = Kind(abi.KindFrame)     // a frame of a frame loop
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindHTTP:
-		return "http"
-	case KindTest:
-		return "test"
-	case KindBenchmark:
-		return "benchmark"
-	case KindFrame:
-		return "frame"
-	}
-	return "custom"
-}
+// String names the kind: "custom", "http", "test", "benchmark" or "frame".
+func (k Kind) String() string { return abi.Kind(k).String() }
 
 // Config sizes the recorder.
 type Config struct {

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // Dispatch is one unit of work in progress on one goroutine. It is handed
@@ -14,12 +16,10 @@ import (
 // The methods of a nil *Dispatch are no-ops, so code can call
 // beat.Begin(...).End() whether or not the recorder runs.
 type Dispatch struct {
-	// The ring the runtime hooks write to. These three fields must stay
-	// first and in this order: they mirror runtime.matrixRing, and the
-	// goroutine's runtime slot points at the Dispatch itself.
-	buf  unsafe.Pointer
-	mask uint64
-	n    uint64 // records written so far
+	// The ring the runtime hooks write to. It must stay the first field:
+	// the goroutine's runtime slot points at the Dispatch itself, and the
+	// runtime reads it as an abi.Ring (TestRingLayout).
+	ring abi.Ring
 
 	scratch [1]uint64 // the ring of a dispatch that found no buffer
 	data    []uint64  // pooled buffer, nil when not recorded
@@ -67,12 +67,12 @@ func Begin(kind Kind, name string) *Dispatch {
 	d.goid = goid
 	d.data = r.getBuffer()
 	if d.data != nil {
-		d.buf, d.mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)
+		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)
 	} else {
 		notRec.Add(1)
-		d.buf, d.mask = unsafe.Pointer(&d.scratch[0]), 0
+		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.scratch[0]), 0
 	}
-	d.n, d.mark = 0, 0
+	d.ring.N, d.mark = 0, 0
 	dispatchN.Add(1)
 	d.start = time.Now()
 	rtSetNow(max(nowMs(), rtGetNow()))
@@ -177,16 +177,16 @@ func (d *Dispatch) Records(dst []uint64) []uint64 {
 		return dst
 	}
 	size := uint64(len(d.data))
-	n := atomic.LoadUint64(&d.n)
+	n := atomic.LoadUint64(&d.ring.N)
 	if n-d.mark > size {
 		return dst
 	}
 	start := len(dst)
 	for i := d.mark; i < n; i++ {
-		dst = append(dst, atomic.LoadUint64(&d.data[i&d.mask]))
+		dst = append(dst, atomic.LoadUint64(&d.data[i&d.ring.Mask]))
 	}
 	// Records older than n2-size may have been overwritten while copying.
-	if n2 := atomic.LoadUint64(&d.n); n2-d.mark > size {
+	if n2 := atomic.LoadUint64(&d.ring.N); n2-d.mark > size {
 		return dst[:start]
 	}
 	return dst

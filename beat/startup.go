@@ -3,6 +3,8 @@ package beat
 import (
 	"time"
 	"unsafe"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // StartupInfo describes the program's start-up as the runtime saw it.
@@ -19,7 +21,8 @@ type StartupInfo struct {
 	// with its exit.
 	Records []uint64
 	// Wrapped is true when the start-up made more calls than the start-up
-	// ring holds (131072 records): Records is then empty.
+	// ring holds (abi.StartupRingSize, 131072 records): Records is then
+	// empty.
 	Wrapped bool
 }
 
@@ -38,7 +41,7 @@ func Startup() StartupInfo {
 	if ring == nil {
 		return info
 	}
-	const size = 1 << 17 // runtime.matrixStartupSize
+	const size = abi.StartupRingSize
 	if n > size {
 		info.Wrapped = true
 		return info

@@ -9,7 +9,7 @@
 // # Id space
 //
 // The id space is Tencent Matrix's: ids 1..[MaxID] (1048573) are functions,
-// [Dispatch] (1048574, 0xFFFFE) is the reserved DISPATCH pseudo-function and
+// [Dispatch] (0xFFFFE) is the reserved DISPATCH pseudo-function and
 // 0xFFFFF and above are invalid. An allocation that would go past MaxID fails
 // with an error wrapping [ErrExhausted] before anything is written.
 //
@@ -89,15 +89,16 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"github.com/matrixgo/matrix/internal/abi"
 	"github.com/rogpeppe/go-internal/lockedfile"
 )
 
 // Dispatch is the id reserved for the DISPATCH pseudo-function (0xFFFFE). It
 // is never allocated to a function.
-const Dispatch = 1048574
+const Dispatch = abi.DispatchID
 
 // MaxID is the largest id that can be allocated to a function (0xFFFFD).
-const MaxID = 1048573
+const MaxID = abi.MaxFuncID
 
 // Kind is the kind of an instrumented function: one of [KindFunc],
 // [KindMethod], [KindClosure] and [KindInit].

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matrixgo/matrix/internal/testgo"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -108,23 +109,13 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, params(t, "testdata/script"))
 }
 
-// goVersions are the older supported releases the core scripts also run
-// with (the installed toolchain is the newest). MATRIX_GO_VERSIONS
-// overrides the list; the toolchains come through the module proxy.
-func goVersions() []string {
-	if v := os.Getenv("MATRIX_GO_VERSIONS"); v != "" {
-		return strings.Fields(v)
-	}
-	return []string{"go1.24.13", "go1.25.14"}
-}
-
 // TestGoVersions runs the semantics and entry point scripts with each
-// supported older Go release.
+// supported Go release other than the installed one.
 func TestGoVersions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("downloads Go toolchains; skipped in -short mode")
 	}
-	for _, v := range goVersions() {
+	for _, v := range testgo.OtherReleases() {
 		t.Run(v, func(t *testing.T) {
 			p := params(t, "testdata/script")
 			p.Dir = ""

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // Identifiers the rewritten files use. They are declared in the generated
 // hooks file of the same package and linked to the recorder's entry points
-// in the patched runtime (see RuntimeFile).
+// in the patched runtime (see package inject).
 const (
 	HookActive   = "__matrix_on"
 	HookEnter    = "__matrix_i"
@@ -62,11 +64,7 @@ package %s
 import __matrix_unsafe "unsafe"
 
 //go:linkname %s runtime.matrixOn
-var %s struct {
-	_ [64]byte
-	v uint32
-	_ [60]byte
-}
+var %s %s
 
 //go:linkname %s runtime.matrixEnter
 func %s(id uint32) bool
@@ -77,20 +75,17 @@ func %s(id uint32)
 //go:linkname %s runtime.matrixRegister
 func %s(p __matrix_unsafe.Pointer)
 
-var %s = struct {
-	next __matrix_unsafe.Pointer
-	data string
-}{data: %s}
+var %s = %s{data: %s}
 
 var _ = __matrix_registerNames()
 
 func __matrix_registerNames() bool { %s(__matrix_unsafe.Pointer(&%s)); return true }
 `+p.mainDecl(), p.PkgName,
-		HookActive, HookActive,
+		HookActive, HookActive, abi.FlagStruct,
 		HookEnter, HookEnter,
 		HookExit, HookExit,
 		hookRegister, hookRegister,
-		hookNames, strconv.Quote(names.String()),
+		hookNames, abi.NameTableStruct("__matrix_unsafe"), strconv.Quote(names.String()),
 		hookRegister, hookNames)
 	return b.Bytes()
 }

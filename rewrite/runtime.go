@@ -1,8 +1,6 @@
 package rewrite
 
 import (
-	"bytes"
-	_ "embed"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -10,31 +8,22 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+
+	"github.com/matrixgo/matrix/inject"
 )
-
-// RuntimeFile is the recorder's hot path, added to package runtime.
-//
-//go:embed runtime_matrix.go.txt
-var RuntimeFile []byte
-
-// RuntimeFileName is the name under which RuntimeFile is compiled.
-const RuntimeFileName = "zz_matrix_beat.go"
 
 // gField is the field added to runtime.g: the goroutine's ring buffer, nil
 // while it is not inside a dispatch.
 const gField = "matrixBeat unsafe.Pointer; "
 
-// debugConst is the declaration in RuntimeFile that PatchRuntime flips for
-// the debugging variant.
-const debugConst = "const matrixDebugBuild = false"
-
 // deferFastPath is inserted at the top of runtime.deferreturn (see
-// matrixDeferNone in RuntimeFile).
+// matrixDeferNone in the recorder's runtime file, package inject).
 const deferFastPath = "if matrixDeferNone(sys.GetCallerSP()) { return }; "
 
 // PatchRuntime prepares the files of package runtime: it adds the field the
 // recorder needs to runtime.g (in runtime2.go), a fast path to
-// runtime.deferreturn (in panic.go) and the recorder's file. It writes what
+// runtime.deferreturn (in panic.go), and the recorder's files (see package
+// inject). It writes what
 // it changes to dir and returns the new file list. With debug, the hooks
 // print every call when MATRIX_DEBUG_HOOKS=1 is set at run time; without it
 // they carry no trace of that code.
@@ -87,15 +76,21 @@ func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
 			return nil, fmt.Errorf("patch runtime: %s not among the compiled files; matrixexec does not support this Go release", name)
 		}
 	}
-	src := RuntimeFile
-	if debug {
-		src = bytes.Replace(src, []byte(debugConst), []byte("const matrixDebugBuild = true"), 1)
-	}
-	extra := filepath.Join(dir, RuntimeFileName)
-	if err := os.WriteFile(extra, src, 0o644); err != nil {
+	src, consts, err := inject.Runtime(debug)
+	if err != nil {
 		return nil, fmt.Errorf("patch runtime: %w", err)
 	}
-	return append(out, extra), nil
+	for _, f := range []struct {
+		name    string
+		content []byte
+	}{{inject.RuntimeFileName, src}, {inject.RuntimeConstFileName, consts}} {
+		extra := filepath.Join(dir, f.name)
+		if err := os.WriteFile(extra, f.content, 0o644); err != nil {
+			return nil, fmt.Errorf("patch runtime: %w", err)
+		}
+		out = append(out, extra)
+	}
+	return out, nil
 }
 
 // patchGStruct adds gField to the struct runtime.g.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/matrixgo/matrix/inject"
 )
 
 func TestPatchRuntime(t *testing.T) {
@@ -25,7 +27,8 @@ func TestPatchRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(files) != 4 || files[0] != other || files[1] != filepath.Join(dir, "runtime2.go") || files[2] != filepath.Join(dir, "panic.go") || files[3] != filepath.Join(dir, RuntimeFileName) {
+		if len(files) != 5 || files[0] != other || files[1] != filepath.Join(dir, "runtime2.go") || files[2] != filepath.Join(dir, "panic.go") ||
+			files[3] != filepath.Join(dir, inject.RuntimeFileName) || files[4] != filepath.Join(dir, inject.RuntimeConstFileName) {
 			t.Fatalf("debug=%v: files %q", debug, files)
 		}
 		// deferreturn's fast path, on its brace's line; the rest of the

@@ -27,6 +27,7 @@ import (
 	_ "unsafe" // for go:linkname
 
 	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/internal/abi"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
@@ -266,8 +267,8 @@ func TestHookedRecords(t *testing.T) {
 	}()
 	recs := <-done
 	// i(DISPATCH), i(Hooked), o(Hooked), i(HookedLeaf), o(HookedLeaf)
-	const enter = 1 << 63
-	id := func(r uint64) uint64 { return r >> 43 & 0xFFFFF }
+	const enter = abi.EnterBit
+	id := func(r uint64) uint32 { _, id, _ := abi.Unpack(r); return id }
 	if len(recs) != 5 || recs[1]&enter == 0 || recs[2]&enter != 0 || id(recs[1]) != id(recs[2]) ||
 		recs[3]&enter == 0 || recs[4]&enter != 0 || id(recs[3]) != id(recs[4]) || id(recs[1]) == id(recs[3]) {
 		t.Fatalf("records %x: want the dispatch's enter, then an enter and an exit of Hooked and of HookedLeaf", recs)

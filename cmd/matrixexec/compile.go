@@ -20,6 +20,7 @@ import (
 // (no-op) binding to the runtime is swapped for the linked one.
 const (
 	beatPkg         = blacklist.SelfModule + "/beat"
+	abiPkg          = blacklist.SelfModule + "/internal/abi"
 	beatPlainFile   = "runtime_plain.go"
 	beatLinkedFile  = "runtime_linked.go"
 	testMainFile    = "_testmain.go"
@@ -51,12 +52,22 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	var newFiles []string
 	switch {
 	case pkg == "runtime":
+		if err := checkTarget(args[0]); err != nil {
+			return err
+		}
 		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks)
 		log.Debug().Err(err).Msg("patched runtime")
+	case pkg == abiPkg:
+		if err := checkABI(files); err != nil {
+			return err
+		}
 	case rewrite.HasStdHooks(pkg):
 		newFiles, err = rewrite.PatchStd(pkg, files, tmp)
 		log.Debug().Err(err).Msg("added dispatch hooks")
 	case pkg == beatPkg:
+		if err := checkBeatABI(args[:first]); err != nil {
+			return err
+		}
 		newFiles = linkBeat(files)
 		log.Debug().Msg("linked beat to the runtime")
 	default:

@@ -525,7 +525,7 @@ func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
 }
 
 // Format renders r as the `analyze` CLI prints it: the stack lines exactly as
-// in r.Stack (Dispatch printed as 1048574), then "cost=<Cost>\n", then
+// in r.Stack (Dispatch printed as its id), then "cost=<Cost>\n", then
 // "stackKey=<Key>\n".
 func (r Result) Format() string {
 	var sb strings.Builder

@@ -16,7 +16,7 @@ import (
 //	o <id> <ms>   exit of function id at time ms
 //	0             an empty buffer slot (skipped)
 //
-// id is a decimal number in 1..1048574 or "D" for Dispatch (1048574); ms is
+// id is a decimal number in 1..Dispatch or "D" for Dispatch; ms is
 // a decimal number in 0..MaxTime. Fields are separated by spaces or tabs,
 // "#" starts a comment that runs to the end of the line, and blank lines are
 // ignored. Errors name the 1-based line: "line N: ...".

@@ -1,25 +1,23 @@
 package analysis
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/matrixgo/matrix/internal/abi"
+)
 
 // Dispatch is the reserved DISPATCH pseudo-function id (0xFFFFE). Its enter
 // and exit records bracket one unit of work on an event loop (an HTTP
 // request, a job, a frame), the analog of Matrix's
 // AppMethodBeat.METHOD_ID_DISPATCH around one main-looper message.
-const Dispatch = 1048574
+const Dispatch = abi.DispatchID
 
 // MaxID is the largest function id. Ids 1..MaxID are functions, Dispatch is
 // reserved, 0xFFFFF and above cannot be encoded.
-const MaxID = 1048573
+const MaxID = abi.MaxFuncID
 
 // MaxTime is the largest timestamp, in ms, that a Record can hold (2^43-1).
-const MaxTime = 1<<43 - 1
-
-const (
-	enterBit = uint64(1) << 63
-	idShift  = 43
-	idMask   = 0xFFFFF
-)
+const MaxTime = abi.TimeMask
 
 // Record is one packed 64-bit beat, the same layout as Matrix's
 // AppMethodBeat buffer: bit 63 = enter, bits 62..43 = id (20 bits),
@@ -30,21 +28,17 @@ type Record uint64
 // the 20-bit id field and bits of ms above the 43-bit time field are
 // discarded, exactly as the recorder's packing does.
 func MakeRecord(enter bool, id uint32, ms uint64) Record {
-	r := uint64(id&idMask)<<idShift | ms&MaxTime
-	if enter {
-		r |= enterBit
-	}
-	return Record(r)
+	return Record(abi.Pack(enter, id, ms))
 }
 
 // Enter reports whether r is a method-enter record (false: exit).
-func (r Record) Enter() bool { return uint64(r)&enterBit != 0 }
+func (r Record) Enter() bool { return uint64(r)&abi.EnterBit != 0 }
 
 // ID returns the 20-bit function id of r.
-func (r Record) ID() uint32 { return uint32(uint64(r)>>idShift) & idMask }
+func (r Record) ID() uint32 { return uint32(uint64(r)>>abi.IDShift) & abi.IDMask }
 
 // Time returns the 43-bit timestamp of r in ms.
-func (r Record) Time() uint64 { return uint64(r) & MaxTime }
+func (r Record) Time() uint64 { return uint64(r) & abi.TimeMask }
 
 // String renders r in the notation of DESIGN.md §6: "i(id@ms)" for an
 // enter, "o(id@ms)" for an exit, with "D" standing for Dispatch; the zero

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/matrixgo/matrix/blacklist"
+	"github.com/matrixgo/matrix/internal/abi"
+	"github.com/matrixgo/matrix/rewrite"
+)
+
+// checkTarget refuses toolchains and targets whose runtime the patch does
+// not know, before the runtime is compiled. compileTool is the compiler's
+// path, $GOROOT/pkg/tool/<host>/compile; cmd/go sets GOARCH for it.
+func checkTarget(compileTool string) error {
+	goroot := os.Getenv("GOROOT")
+	if goroot == "" {
+		goroot = filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(compileTool))))
+	}
+	if err := rewrite.CheckGoRelease(goroot); err != nil {
+		return err
+	}
+	goarch := os.Getenv("GOARCH")
+	if goarch == "" {
+		return nil // the host's: matrixexec runs there
+	}
+	return rewrite.CheckArch(goarch)
+}
+
+// checkABI compares the ABI version of the abi package being compiled (the
+// program's matrix module: beat and the tracers are built against it) with
+// this matrixexec's, which patches the runtime and renders the hooks. A
+// mismatch would corrupt memory at run time, so it fails the build.
+func checkABI(files []string) error {
+	for _, f := range files {
+		if filepath.Base(f) != "abi.go" {
+			continue
+		}
+		v, err := abiVersionOf(f)
+		if err != nil {
+			return err
+		}
+		if v != abi.Version {
+			return abiSkew(strconv.Itoa(v))
+		}
+		return nil
+	}
+	return abiSkew("unknown (no abi.go)")
+}
+
+// checkBeatABI fails the build when the program's beat package predates
+// the abi package (and so any ABI version): its importcfg does not list it.
+func checkBeatABI(flags []string) error {
+	cfgFile, ok := flagValue(flags, "importcfg")
+	if !ok {
+		return nil
+	}
+	b, err := os.ReadFile(cfgFile)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", beatPkg, err)
+	}
+	if !strings.Contains(string(b), " "+abiPkg+"=") {
+		return abiSkew("1 (a matrix module without internal/abi)")
+	}
+	return nil
+}
+
+func abiSkew(module string) error {
+	return fmt.Errorf("matrixexec %s speaks recorder ABI %d, but the program's %s module has ABI %s: "+
+		"use the same version of both (go get %s@%s, or install the matrixexec of the module's version with go install %s/cmd/matrixexec)",
+		version(), abi.Version, blacklist.SelfModule, module, blacklist.SelfModule, version(), blacklist.SelfModule)
+}
+
+// abiVersionOf reads the constant Version from the abi source file.
+func abiVersionOf(path string) (int, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return 0, fmt.Errorf("compile %s: %w", abiPkg, err)
+	}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if n.Name != "Version" || i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.INT {
+					if v, ok := constant.Int64Val(constant.MakeFromLiteral(lit.Value, lit.Kind, 0)); ok {
+						return int(v), nil
+					}
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("compile %s: %s declares no integer constant Version", abiPkg, path)
+}

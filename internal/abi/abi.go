@@ -1,0 +1,180 @@
+// Package abi is the one definition of the contract between the code
+// matrixexec adds to a program and the code that reads what it recorded:
+// the packed record layout, the reserved function ids, the ring header the
+// runtime writes through, the recording flag's padding, the name table of
+// an instrumented package, the dispatch kinds and the version of all of it.
+//
+// Every side takes these values from here. The recorder's runtime file and
+// the files added to instrumented packages cannot import a package (they are
+// compiled into package runtime, or into users' packages where an internal
+// package is out of reach), so matrixexec renders the values into them as
+// constants (see RuntimeConstants and the rewrite package); the beat
+// package and the analysis import them; and the runtime file checks its own
+// view of the ring against the rendered offsets when it is compiled.
+//
+// The package uses the standard library only: it is linked into every
+// instrumented program.
+package abi
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Version numbers this contract. matrixexec refuses to build a program
+// whose matrix module (beat, the tracers) was written for another version:
+// the runtime it patches and the recorder it links must agree on every
+// value below. Bump it whenever a value or a linkname signature changes.
+const Version = 2
+
+// Record layout: one packed 64-bit word per event, the layout of Matrix's
+// AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
+// the 20-bit function id; bits 42..0 the time in milliseconds since the
+// runtime initialised. The zero word is an empty slot.
+const (
+	// EnterBit marks an enter record.
+	EnterBit = uint64(1) << 63
+	// IDShift is the position of the id field.
+	IDShift = 43
+	// IDBits is the width of the id field.
+	IDBits = 20
+	// IDMask masks an id after shifting a record right by IDShift.
+	IDMask = 1<<IDBits - 1
+	// TimeMask masks the time field; it is also the largest time a record
+	// can hold.
+	TimeMask = 1<<IDShift - 1
+)
+
+// Reserved function ids.
+const (
+	// DispatchID is the DISPATCH pseudo-function (0xFFFFE): its enter and
+	// exit bracket one dispatch, as Matrix's METHOD_ID_DISPATCH brackets
+	// one main-looper message.
+	DispatchID = 1048574
+	// MaxFuncID is the largest id a function can have. 0xFFFFF cannot be
+	// told from a field of ones and is never used.
+	MaxFuncID = DispatchID - 1
+)
+
+// Pack packs an enter (enter true) or exit record. Bits of id beyond the id
+// field and of ms beyond the time field are dropped, as the runtime hooks
+// drop them.
+func Pack(enter bool, id uint32, ms uint64) uint64 {
+	r := uint64(id&IDMask)<<IDShift | ms&TimeMask
+	if enter {
+		r |= EnterBit
+	}
+	return r
+}
+
+// Unpack splits a record into its fields.
+func Unpack(r uint64) (enter bool, id uint32, ms uint64) {
+	return r&EnterBit != 0, uint32(r>>IDShift) & IDMask, r & TimeMask
+}
+
+// StartupRingSize is the number of records of the start-up ring: the calls
+// on the main goroutine from the runtime's initialisation to main.main.
+const StartupRingSize = 1 << 17
+
+// Ring is the header of a recording buffer as the runtime hooks see it:
+// Buf points at Mask+1 records (a power of two) and N counts the records
+// written so far. A goroutine's recording slot (a field added to runtime.g)
+// points at a Ring; beat.Dispatch starts with one.
+type Ring struct {
+	Buf  unsafe.Pointer
+	Mask uint64
+	N    uint64
+}
+
+// Offsets of Ring's fields and its size, rendered into the runtime file,
+// which checks its own view of the ring against them when it compiles.
+const (
+	RingMaskOffset = unsafe.Offsetof(Ring{}.Mask)
+	RingNOffset    = unsafe.Offsetof(Ring{}.N)
+	RingSize       = unsafe.Sizeof(Ring{})
+)
+
+// The recording flag (runtime.matrixOn) is a uint32 alone on its cache
+// line, padded on both sides so that no variable the linker places nearby
+// shares the line every instrumented call reads (the padding covers the
+// adjacent-line prefetch too).
+const (
+	// FlagPadBefore is the padding before the flag, in bytes.
+	FlagPadBefore = 64
+	// FlagPadAfter is the padding after the flag, in bytes.
+	FlagPadAfter = 60
+)
+
+// FlagStruct is the Go type of the recording flag, for the files matrixexec
+// adds to packages: every declaration of it, in the runtime and in each
+// instrumented package, must have exactly this layout.
+var FlagStruct = fmt.Sprintf("struct {\n\t_ [%d]byte\n\tv uint32\n\t_ [%d]byte\n}", FlagPadBefore, FlagPadAfter)
+
+// NameTable is the table of function names an instrumented package
+// registers with the runtime: Data is the package path on the first line,
+// then one line per function, "<id> <name> <file:line>". Next links the
+// tables into a list whose head the runtime keeps.
+type NameTable struct {
+	Next unsafe.Pointer
+	Data string
+}
+
+// NameTableStruct is the Go type of a NameTable as the files matrixexec adds
+// to packages declare it (with unsafe imported under the given name).
+func NameTableStruct(unsafeName string) string {
+	return fmt.Sprintf("struct {\n\tnext %s.Pointer\n\tdata string\n}", unsafeName)
+}
+
+// Kind says where a dispatch comes from.
+type Kind int
+
+// Dispatch kinds. The patched standard packages pass them to the runtime as
+// plain ints; beat.Kind has the same values.
+const (
+	KindCustom    Kind = iota // Begin/Run from user code
+	KindHTTP                  // a request served by net/http
+	KindTest                  // a test run by the testing package
+	KindBenchmark             // one run of a benchmark
+	KindFrame                 // a frame of a frame loop
+)
+
+// String names the kind.
+func (k Kind) String() string {
+	switch k {
+	case KindHTTP:
+		return "http"
+	case KindTest:
+		return "test"
+	case KindBenchmark:
+		return "benchmark"
+	case KindFrame:
+		return "frame"
+	}
+	return "custom"
+}
+
+// RuntimeConstants renders the contract as constants of package runtime,
+// the file matrixexec compiles next to the recorder's runtime file.
+func RuntimeConstants() []byte {
+	return fmt.Appendf(nil, `// Code generated by matrixexec. DO NOT EDIT.
+
+package runtime
+
+// The recorder's contract, rendered from matrixexec's abi package.
+const (
+	matrixABIVersion   = %d
+	matrixEnterBit     = %d
+	matrixIDShift      = %d
+	matrixIDMask       = %d
+	matrixTimeMask     = %d
+	matrixDispatchID   = %d
+	matrixStartupSize  = %d
+	matrixFlagPadBefore = %d
+	matrixFlagPadAfter  = %d
+	matrixRingMaskOffset = %d
+	matrixRingNOffset    = %d
+	matrixRingSize       = %d
+)
+`, Version, EnterBit, IDShift, IDMask, TimeMask, DispatchID, StartupRingSize,
+		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset, RingSize)
+}

@@ -1,0 +1,88 @@
+package rewrite
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matrixgo/matrix/internal/testgo"
+)
+
+// TestPatchedStdCompiles applies the runtime, net/http and testing patches
+// to the sources of each supported Go release, compiles the patched
+// packages through go build -overlay and runs go vet on them: the
+// recorder's runtime file and the dispatch sources are checked as the Go
+// code they are, by the compiler and the vet checks of that release.
+func TestPatchedStdCompiles(t *testing.T) {
+	releases := []string{"local"}
+	if !testing.Short() {
+		releases = append(releases, testgo.OtherReleases()...)
+	}
+	for _, rel := range releases {
+		t.Run(rel, func(t *testing.T) {
+			t.Parallel()
+			env := append(os.Environ(), "GOTOOLCHAIN="+rel, "GOFLAGS=-buildvcs=false")
+			goCmd := func(args ...string) *exec.Cmd {
+				cmd := exec.Command("go", args...)
+				cmd.Env, cmd.Dir = env, t.TempDir()
+				return cmd
+			}
+			out, err := goCmd("list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \" \"}}", "runtime", "net/http", "testing").Output()
+			if err != nil {
+				t.Fatalf("go list with %s: %v", rel, err)
+			}
+			dir := t.TempDir()
+			replace := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				f := strings.SplitN(line, "\t", 3)
+				pkg, pkgDir := f[0], f[1]
+				var files []string
+				for _, name := range strings.Fields(f[2]) {
+					files = append(files, filepath.Join(pkgDir, name))
+				}
+				patchDir := filepath.Join(dir, strings.ReplaceAll(pkg, "/", "_"))
+				if err := os.Mkdir(patchDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				var patched []string
+				if pkg == "runtime" {
+					if err := CheckGoRelease(filepath.Dir(filepath.Dir(pkgDir))); err != nil {
+						t.Fatal(err)
+					}
+					patched, err = PatchRuntime(files, patchDir, false)
+				} else {
+					patched, err = PatchStd(pkg, files, patchDir)
+				}
+				if err != nil {
+					t.Fatalf("patch %s: %v", pkg, err)
+				}
+				// Each patched or added file takes the place of a file of
+				// the package's directory in the overlay.
+				for _, p := range patched {
+					if strings.HasPrefix(p, patchDir) {
+						replace[filepath.Join(pkgDir, filepath.Base(p))] = p
+					}
+				}
+			}
+			overlay, err := json.Marshal(map[string]any{"Replace": replace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ov := filepath.Join(dir, "overlay.json")
+			if err := os.WriteFile(ov, overlay, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{
+				{"build", "-overlay=" + ov, "runtime", "net/http", "testing"},
+				{"vet", "-overlay=" + ov, "runtime", "net/http", "testing"},
+			} {
+				if out, err := goCmd(args...).CombinedOutput(); err != nil {
+					t.Errorf("go %s with %s: %v\n%s", args[0], rel, err, out)
+				}
+			}
+		})
+	}
+}
