@@ -67,8 +67,11 @@ const (
 var ErrNotInstrumented = errors.New("beat: binary not built with -toolexec=matrixexec; the recorder is a no-op")
 
 // Observer is told about every dispatch, like Matrix's LooperObserver.
-// Both calls run on the dispatching goroutine and must be quick. The
-// dispatch is valid only during the call.
+// Both calls must be quick. They run on the dispatching goroutine, except
+// DispatchEnd for a dispatch ended from another goroutine (it runs there)
+// or abandoned (it runs on a goroutine that began or watched a dispatch
+// later; Dispatch.Abandoned reports it, and such a dispatch is not to be
+// reported).
 type Observer interface {
 	DispatchBegin(d *Dispatch)
 	DispatchEnd(d *Dispatch)
@@ -190,7 +193,11 @@ func (r *recorder) getBuffer() []uint64 {
 	return make([]uint64, r.size)
 }
 
-func (r *recorder) putBuffer(b []uint64) {
+// putBuffer returns a buffer in which n records were written. The records
+// are cleared, so that a reader of the next dispatch to use it can never
+// see one of them.
+func (r *recorder) putBuffer(b []uint64, n uint64) {
+	clear(b[:min(n, uint64(len(b)))])
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cur.Load() != r || len(b) != r.size {
@@ -204,15 +211,25 @@ func (r *recorder) putBuffer(b []uint64) {
 type Stats struct {
 	Dispatches  uint64 // dispatches begun since the process started
 	NotRecorded uint64 // dispatches that found no free buffer
-	Buffers     int    // buffers allocated now
-	BufferBytes int    // bytes of one buffer
+	// Abandoned counts dispatches whose beginning frame returned or was
+	// unwound by a panic before End: they are never reported.
+	Abandoned uint64
+	// RemoteEnds counts dispatches ended from another goroutine than the
+	// one that began them.
+	RemoteEnds uint64
+	// LateEnds counts calls of End on a dispatch that had already ended
+	// or been abandoned: they do nothing.
+	LateEnds    uint64
+	Buffers     int // buffers allocated now
+	BufferBytes int // bytes of one buffer
 	MaxBuffers  int
 	Running     int // dispatches in progress
 }
 
 // ReadStats returns the current counters.
 func ReadStats() Stats {
-	s := Stats{Dispatches: dispatchN.Load(), NotRecorded: notRec.Load()}
+	s := Stats{Dispatches: dispatchN.Load(), NotRecorded: notRec.Load(),
+		Abandoned: abandoned.Load(), RemoteEnds: remoteEnds.Load(), LateEnds: lateEnds.Load()}
 	if r := cur.Load(); r != nil {
 		r.mu.Lock()
 		s.Buffers, s.BufferBytes, s.MaxBuffers = r.buffers, r.size*8, r.cfg.MaxBuffers
@@ -263,8 +280,14 @@ func forObservers(f func(Observer)) {
 
 // hookBegin, hookEnd and hookScene serve the dispatch sources patched into
 // the standard library (the net/http server, the testing runner).
+//
+// The dispatch is begun by the patched function, which ends it with a
+// deferred call: begin, hookBegin, the runtime's matrixDispatchBegin, and
+// the patched function.
+//
+//go:noinline
 func hookBegin(kind int, name string) unsafe.Pointer {
-	return unsafe.Pointer(Begin(Kind(kind), name))
+	return unsafe.Pointer(begin(Kind(kind), name, 3))
 }
 
 func hookEnd(d unsafe.Pointer, scene string) {
@@ -284,20 +307,35 @@ func hookScene(d unsafe.Pointer, scene string) {
 
 // Current returns the dispatch the calling goroutine is in, or nil.
 func Current() *Dispatch {
-	p := rtCurrent()
-	if p == nil || p == rtStartupRing() {
-		return nil
+	goid := uint64(0)
+	for p := rtCurrent(); p != nil && p != rtStartupRing(); {
+		d := (*Dispatch)(p)
+		if goid == 0 {
+			goid = rtGoid()
+		}
+		if d.goid != goid {
+			return nil // left by a goroutine that exited inside it
+		}
+		if atomic.LoadUint32(&d.ring.State) == abi.RingRunning {
+			return d
+		}
+		p = d.ring.Outer
 	}
-	return (*Dispatch)(p)
+	return nil
 }
 
 // Running calls f for every dispatch in progress, oldest first, with the
 // registry locked: f must be quick and must not begin or end dispatches.
+//
+// Dispatches that were abandoned are finished first, and never passed to f.
 func Running(f func(d *Dispatch)) {
+	reap()
 	running.Lock()
 	defer running.Unlock()
 	for d := runList.head; d != nil; d = d.next {
-		f(d)
+		if atomic.LoadUint32(&d.ring.State) == abi.RingRunning {
+			f(d)
+		}
 	}
 }
 

@@ -42,13 +42,20 @@ func TestPlainBuildIsNoOp(t *testing.T) {
 }
 
 type captured struct {
-	mu   sync.Mutex
-	recs map[string][]analysis.Record
-	cost map[string]time.Duration
+	mu        sync.Mutex
+	recs      map[string][]analysis.Record
+	cost      map[string]time.Duration
+	abandoned map[string]bool
 }
 
 func (c *captured) DispatchBegin(*Dispatch) {}
 func (c *captured) DispatchEnd(d *Dispatch) {
+	if d.Abandoned() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.abandoned[d.Name()] = true
+		return
+	}
 	var rs []analysis.Record
 	for _, r := range d.Records(nil) {
 		rs = append(rs, analysis.Record(r))
@@ -64,7 +71,7 @@ func capture(t *testing.T, cfg Config) *captured {
 	if err := Start(cfg); err != nil {
 		t.Fatal(err)
 	}
-	c := &captured{recs: map[string][]analysis.Record{}, cost: map[string]time.Duration{}}
+	c := &captured{recs: map[string][]analysis.Record{}, cost: map[string]time.Duration{}, abandoned: map[string]bool{}}
 	AddObserver(c)
 	t.Cleanup(func() { RemoveObserver(c); Stop() })
 	return c
@@ -179,29 +186,233 @@ func TestPoolExhaustionDegradesToNotRecorded(t *testing.T) {
 	}
 }
 
-func TestNestedBeginJoins(t *testing.T) {
+func TestNestedBeginIsItsOwnDispatch(t *testing.T) {
 	requireLinked(t)
 	c := capture(t, Config{})
 	outer := Begin(KindHTTP, "outer")
-	inner := Begin(KindCustom, "GET /x")
-	if inner != outer {
-		t.Fatal("nested Begin started a second dispatch")
-	}
-	rtEnter(9)
-	rtExit(9)
-	inner.End()
+	rtEnter(8)
+	// A function called inside the outer dispatch begins one of its own.
+	func() {
+		inner := Begin(KindCustom, "inner")
+		defer inner.End()
+		if inner == outer || inner == nil {
+			t.Fatal("nested Begin did not start a dispatch of its own")
+		}
+		if Current() != inner {
+			t.Fatal("the nested dispatch is not the current one")
+		}
+		rtEnter(9)
+		rtExit(9)
+	}()
 	if Current() != outer {
-		t.Fatal("inner End ended the outer dispatch")
+		t.Fatal("ending the nested dispatch did not go back to the outer one")
 	}
-	if outer.Scene() != "" {
-		t.Errorf("joining set the scene to %q", outer.Scene())
-	}
+	rtExit(8)
 	outer.End()
 	if Current() != nil {
 		t.Fatal("goroutine still in a dispatch")
 	}
-	if rs := c.recs["outer"]; len(rs) != 4 {
-		t.Errorf("got %d records, want 4", len(rs))
+	// i(D) i(9) o(9) o(D); the outer dispatch has its own call, not the
+	// inner one's.
+	if rs := c.recs["inner"]; len(rs) != 4 || rs[1].ID() != 9 {
+		t.Errorf("inner records %v", rs)
+	}
+	if rs := c.recs["outer"]; len(rs) != 4 || rs[1].ID() != 8 {
+		t.Errorf("outer records %v", rs)
+	}
+}
+
+// work begins a dispatch and panics before ending it when fail is set.
+//
+//go:noinline
+func work(name string, fail bool) {
+	d := Begin(KindCustom, name)
+	rtEnter(7)
+	if fail {
+		panic("job failed")
+	}
+	rtExit(7)
+	d.End()
+}
+
+// TestPanicAbandonsTheDispatch is the worker loop of a job queue: a job
+// panics between Begin and End, and the loop recovers. The recovery unwinds
+// the frame that began the dispatch: it is abandoned, never reported, and
+// the next jobs are dispatches of their own.
+func TestPanicAbandonsTheDispatch(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{})
+	before := ReadStats()
+	for i, name := range []string{"job0", "job1", "job2"} {
+		func() {
+			defer func() { _ = recover() }()
+			work(name, i == 0)
+		}()
+		if d := Current(); d != nil {
+			t.Fatalf("after %s the goroutine is still in dispatch %q", name, d.Name())
+		}
+	}
+	Running(func(d *Dispatch) { t.Errorf("dispatch %q still running", d.Name()) })
+	after := ReadStats()
+	if got := after.Abandoned - before.Abandoned; got != 1 {
+		t.Errorf("%d dispatches abandoned, want 1", got)
+	}
+	if _, ok := c.recs["job0"]; ok || !c.abandoned["job0"] {
+		t.Error("the abandoned dispatch was not reported to observers as abandoned")
+	}
+	for _, name := range []string{"job1", "job2"} {
+		if rs := c.recs[name]; len(rs) != 4 {
+			t.Errorf("%s: records %v, want its own four", name, rs)
+		}
+	}
+	if after.Buffers > 1 {
+		t.Errorf("%d buffers allocated after sequential dispatches, want 1", after.Buffers)
+	}
+}
+
+// TestReturnWithoutEndAbandons: a function that begins a dispatch and
+// returns without End leaves it behind; the next Begin at the same depth
+// abandons it instead of joining it.
+func TestReturnWithoutEndAbandons(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{})
+	before := ReadStats().Abandoned
+	leak := func(name string) *Dispatch { return Begin(KindCustom, name) }
+	leak("leaked")
+	d := leak("next")
+	if d == nil || d.Name() != "next" || Current() != d {
+		t.Fatal("the next Begin joined the leaked dispatch")
+	}
+	d.End()
+	if got := ReadStats().Abandoned - before; got != 1 {
+		t.Errorf("%d dispatches abandoned, want 1", got)
+	}
+	if _, ok := c.recs["leaked"]; ok || !c.abandoned["leaked"] {
+		t.Error("the leaked dispatch was not reported to observers as abandoned")
+	}
+	if _, ok := c.recs["next"]; !ok {
+		t.Error("the next dispatch was not reported")
+	}
+}
+
+// TestEndFromAnotherGoroutine: an async job's End runs elsewhere while the
+// goroutine that began the dispatch goes on recording. Nothing crashes, the
+// dispatch is reported once, and the goroutine's next dispatch is its own.
+func TestEndFromAnotherGoroutine(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{BufferSize: 64, MaxBuffers: 2})
+	before := ReadStats()
+	began := make(chan *Dispatch)
+	ended := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d := Begin(KindCustom, "async")
+		rtEnter(3)
+		began <- d
+		<-ended
+		// Still recording into the ended dispatch: harmless.
+		for i := 0; i < 200; i++ {
+			rtEnter(4)
+			rtExit(4)
+		}
+		rtExit(3)
+		if Current() != nil {
+			t.Error("the ended dispatch is still current on its goroutine")
+		}
+		d.End() // late: a no-op
+		Run("after", func() { rtEnter(5); rtExit(5) })
+	}()
+	d := <-began
+	d.End()
+	close(ended)
+	<-done
+	s := ReadStats()
+	if s.RemoteEnds-before.RemoteEnds != 1 || s.LateEnds-before.LateEnds != 1 {
+		t.Errorf("remote ends %d, late ends %d; want 1 and 1", s.RemoteEnds-before.RemoteEnds, s.LateEnds-before.LateEnds)
+	}
+	if rs := c.recs["async"]; len(rs) < 2 || !rs[0].Enter() || rs[0].ID() != DispatchID {
+		t.Errorf("async records %v", rs)
+	}
+	if rs := c.recs["after"]; len(rs) != 4 || rs[1].ID() != 5 {
+		t.Errorf("the next dispatch has records %v, want its own four", rs)
+	}
+	if s.Running != 0 {
+		t.Errorf("%d dispatches running", s.Running)
+	}
+}
+
+// TestRemoteCopyIsExactOrEmpty: a watchdog copying the ring of a running
+// dispatch on another goroutine gets either every record since the
+// dispatch began or nothing, never records of two generations.
+func TestRemoteCopyIsExactOrEmpty(t *testing.T) {
+	requireLinked(t)
+	const size = 16
+	capture(t, Config{BufferSize: size, MaxBuffers: 1})
+	// The slot of the dispatch's first record is the one the writer
+	// overwrites next once the ring holds size records: a copy from
+	// another goroutine cannot be sure of it.
+	for _, n := range []int{size - 2, size - 1} {
+		ready := make(chan *Dispatch)
+		release := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			d := Begin(KindCustom, "full")
+			for i := 0; i < n/2; i++ {
+				rtEnter(6)
+				rtExit(6)
+			}
+			if n%2 == 1 {
+				rtEnter(6)
+			}
+			ready <- d
+			<-release
+			d.End()
+		}()
+		d := <-ready
+		rs := d.Records(nil)
+		close(release)
+		<-done
+		switch written := 1 + n; {
+		case written < size && len(rs) != written:
+			t.Errorf("%d records written: the copy has %d", written, len(rs))
+		case written == size && len(rs) != 0:
+			t.Errorf("a full ring copied from another goroutine gave %d records, want none", len(rs))
+		}
+	}
+	// A recycled buffer holds nothing of the dispatch before.
+	Run("first", func() {
+		for i := 0; i < 5; i++ {
+			rtEnter(2)
+			rtExit(2)
+		}
+	})
+	d := Begin(KindCustom, "second")
+	defer d.End()
+	for i, r := range d.data[d.ring.N:] {
+		if r != 0 {
+			t.Fatalf("slot %d of the recycled buffer holds %x", int(d.ring.N)+i, r)
+		}
+	}
+}
+
+// TestStopStopsTheClock: after Stop nothing is armed. linked.txtar runs it
+// with MATRIX_REPORT set, so the test binary records its start-up, which
+// main (the one go test generates) must end.
+func TestStopStopsTheClock(t *testing.T) {
+	requireLinked(t)
+	if err := Start(Config{}); err != nil {
+		t.Fatal(err)
+	}
+	Stop()
+	n := Now()
+	time.Sleep(30 * time.Millisecond)
+	if m := Now(); m != n {
+		t.Fatalf("the recorder's clock went from %d to %d ms after Stop: it still runs", n, m)
+	}
+	if info := Startup(); info.MainEntered.IsZero() {
+		t.Error("the start-up phase never ended: main was not entered")
 	}
 }
 

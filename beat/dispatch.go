@@ -10,11 +10,18 @@ import (
 )
 
 // Dispatch is one unit of work in progress on one goroutine. It is handed
-// to observers; outside DispatchBegin/DispatchEnd and Running it may be
-// reused at any moment.
+// to observers during DispatchBegin and DispatchEnd and by Running.
 //
 // The methods of a nil *Dispatch are no-ops, so code can call
 // beat.Begin(...).End() whether or not the recorder runs.
+//
+// Begin a dispatch with End deferred in the same function:
+//
+//	d := beat.Begin(beat.KindCustom, "job")
+//	defer d.End()
+//
+// A dispatch that is not ended that way is still safe (see End and
+// Abandoned), but its call tree is lost.
 type Dispatch struct {
 	// The ring the runtime hooks write to. It must stay the first field:
 	// the goroutine's runtime slot points at the Dispatch itself, and the
@@ -22,12 +29,10 @@ type Dispatch struct {
 	ring abi.Ring
 
 	scratch [1]uint64 // the ring of a dispatch that found no buffer
-	data    []uint64  // pooled buffer, nil when not recorded
+	data    []uint64  // pooled buffer, nil when not recorded or released
 	rec     *recorder
 
-	mark     uint64         // n when the dispatch began: the slot of its i(D)
-	outer    unsafe.Pointer // the slot's previous value (the start-up ring)
-	depth    int            // nested Begin calls on the same goroutine
+	mark     uint64 // n when the dispatch began: the slot of its i(D)
 	kind     Kind
 	name     string
 	scene    atomic.Pointer[string]
@@ -38,33 +43,46 @@ type Dispatch struct {
 	endMs    uint64
 	reported atomic.Uint32 // bits for the watchdog: which reports were made
 
+	// relMu guards data against release while Records copies from it: a
+	// released buffer may be reused by another dispatch at once.
+	relMu sync.RWMutex
+
 	prev, next *Dispatch
 }
 
-var dispatchPool = sync.Pool{New: func() any { return new(Dispatch) }}
-
-// Begin starts a dispatch on the calling goroutine. It returns nil when the
-// recorder is not running. A Begin on a goroutine that is already inside a
-// dispatch joins it: the outer dispatch goes on unchanged (name the scene
-// with SetScene), and the matching End only leaves the inner level.
+// Begin starts a dispatch on the calling goroutine and returns it; it
+// returns nil when the recorder is not running. End it in the function
+// that began it, with defer.
+//
+// A Begin in a function called inside a running dispatch of the same
+// goroutine starts a dispatch of its own, nested in the outer one until it
+// ends. A dispatch whose beginning function has returned (or was unwound by
+// a recovered panic) without calling End is ended as abandoned: it is
+// counted (Stats.Abandoned), its buffer is returned, and it is never
+// reported. The recorder tells the two apart by the depth of the calling
+// frame, so a second Begin in the very function that began the running
+// dispatch abandons it, as a Begin in the next call of a loop would.
+//
+//go:noinline
 func Begin(kind Kind, name string) *Dispatch {
+	// begin, Begin, and Begin's caller, which begins the dispatch.
+	return begin(kind, name, 2)
+}
+
+// begin starts a dispatch whose beginning frame is skip frames above it.
+//
+//go:noinline
+func begin(kind Kind, name string, skip int) *Dispatch {
 	r := cur.Load()
 	if r == nil {
 		return nil
 	}
+	reap()
 	goid := rtGoid()
-	if d := Current(); d != nil {
-		if d.goid == goid {
-			d.depth++
-			return d
-		}
-		// A goroutine that exited inside a dispatch without ending it
-		// left its slot set, and the runtime reused its g.
-		rtSwapRing(nil)
-	}
-	d := dispatchPool.Get().(*Dispatch)
-	d.kind, d.name, d.rec = kind, name, r
-	d.goid = goid
+	frame := rtFrameDepth(skip)
+	settle(goid, frame)
+	d := &Dispatch{kind: kind, name: name, rec: r, goid: goid}
+	d.ring.Frame = frame
 	d.data = r.getBuffer()
 	if d.data != nil {
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)
@@ -72,12 +90,11 @@ func Begin(kind Kind, name string) *Dispatch {
 		notRec.Add(1)
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.scratch[0]), 0
 	}
-	d.ring.N, d.mark = 0, 0
 	dispatchN.Add(1)
 	d.start = time.Now()
 	rtSetNow(max(nowMs(), rtGetNow()))
 	d.beginMs = rtGetNow()
-	d.outer = rtSwapRing(unsafe.Pointer(d))
+	d.ring.Outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
 
 	running.Lock()
@@ -87,32 +104,202 @@ func Begin(kind Kind, name string) *Dispatch {
 	return d
 }
 
-// End ends the dispatch. It must be called on the goroutine that began it.
+// settle looks at the dispatches the calling goroutine's slot holds before
+// a new one begins in the frame at depth frame: one ended from another
+// goroutine is left, and one whose beginning frame is gone is abandoned.
+// What remains is a running dispatch the new one nests in, or nothing.
+func settle(goid uint64, frame uintptr) {
+	for {
+		p := rtCurrent()
+		if p == nil || p == rtStartupRing() {
+			return
+		}
+		d := (*Dispatch)(p)
+		switch {
+		case d.goid != goid:
+			// The slot of a goroutine that exited inside a dispatch, on
+			// a g the runtime reused.
+			rtSwapRing(nil)
+			d.abandon(true)
+			return
+		case atomic.LoadUint32(&d.ring.State) != abi.RingRunning:
+			// Ended by another goroutine: this one stops recording
+			// into it, and its buffer can go back to the pool.
+			rtSwapRing(d.ring.Outer)
+			d.release()
+		case frame != 0 && d.ring.Frame != 0 && frame <= d.ring.Frame:
+			// Begun in a frame at this depth or deeper, which has
+			// returned without End: the new Begin cannot be inside it.
+			rtSwapRing(d.ring.Outer)
+			d.abandon(true)
+		default:
+			return
+		}
+	}
+}
+
+// End ends the dispatch. Call it on the goroutine that began it, in the
+// function that began it.
+//
+// End from another goroutine ends the dispatch too: it is reported as it
+// was recorded up to then, it leaves the running list, and the goroutine
+// that began it stops recording into it at its next Begin or when it
+// exits; its buffer is returned then. End of a dispatch that has ended
+// already, or was abandoned, does nothing and is counted
+// (Stats.LateEnds).
 func (d *Dispatch) End() {
 	if d == nil {
 		return
 	}
-	if d.depth > 0 {
-		d.depth--
+	if !atomic.CompareAndSwapUint32(&d.ring.State, abi.RingRunning, abi.RingEnded) {
+		lateEnds.Add(1)
 		return
 	}
-	// The clock goroutine may lag on a loaded machine: the dispatch's own
-	// bounds are read from the monotonic clock.
-	rtSetNow(max(nowMs(), rtGetNow()))
-	rtExit(DispatchID)
-	rtSwapRing(d.outer)
+	own := rtGoid() == d.goid && d.onSlot()
+	if own {
+		// Dispatches begun inside d and never ended are abandoned.
+		for p := rtCurrent(); p != unsafe.Pointer(d); p = rtCurrent() {
+			in := (*Dispatch)(p)
+			rtSwapRing(in.ring.Outer)
+			if atomic.CompareAndSwapUint32(&in.ring.State, abi.RingRunning, abi.RingAbandoned) {
+				in.finish(true)
+			} else {
+				in.release()
+			}
+		}
+		// The clock goroutine may lag on a loaded machine: the
+		// dispatch's own bounds are read from the monotonic clock.
+		rtSetNow(max(nowMs(), rtGetNow()))
+		rtExit(DispatchID)
+		rtSwapRing(d.ring.Outer)
+	} else {
+		remoteEnds.Add(1)
+	}
 	d.end = time.Now()
-	d.endMs = max(rtGetNow(), d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
+	d.endMs = max(nowMs(), d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
+	d.finish(own)
+}
+
+// onSlot reports whether d is on the calling goroutine's chain of
+// dispatches.
+func (d *Dispatch) onSlot() bool {
+	for p := rtCurrent(); p != nil && p != rtStartupRing(); p = (*Dispatch)(p).ring.Outer {
+		if p == unsafe.Pointer(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// finish takes an ended or abandoned dispatch out of the running list and
+// tells the observers. With free, no goroutine records into it any more
+// and its buffer goes back to the pool; otherwise it waits for that among
+// the detached dispatches (see reap).
+func (d *Dispatch) finish(free bool) {
 	running.Lock()
 	runList.remove(d)
 	running.Unlock()
 	forObservers(func(o Observer) { o.DispatchEnd(d) })
-
-	if d.data != nil {
-		d.rec.putBuffer(d.data)
+	if free {
+		d.release()
+		return
 	}
-	*d = Dispatch{} // drop references; atomics are zero again
-	dispatchPool.Put(d)
+	detachedMu.Lock()
+	detached = append(detached, d)
+	detachedMu.Unlock()
+}
+
+// abandon ends a running dispatch whose beginning frame is gone; free says
+// whether its goroutine has stopped recording into it.
+func (d *Dispatch) abandon(free bool) {
+	if !atomic.CompareAndSwapUint32(&d.ring.State, abi.RingRunning, abi.RingAbandoned) {
+		if free {
+			d.release()
+		}
+		return
+	}
+	abandoned.Add(1)
+	if d.end.IsZero() {
+		d.end = time.Now()
+		d.endMs = max(nowMs(), d.beginMs)
+	}
+	d.finish(free)
+}
+
+// release returns the dispatch's buffer to the pool, once.
+func (d *Dispatch) release() {
+	d.relMu.Lock()
+	data := d.data
+	d.data = nil
+	d.relMu.Unlock()
+	if data != nil {
+		d.rec.putBuffer(data, atomic.LoadUint64(&d.ring.N))
+	}
+}
+
+var (
+	lateEnds   atomic.Uint64
+	remoteEnds atomic.Uint64
+	abandoned  atomic.Uint64
+
+	// detached are dispatches ended from another goroutine than their
+	// own, whose goroutine may still record into them.
+	detachedMu    sync.Mutex
+	detached      []*Dispatch
+	detachedCheck atomic.Int64 // when reap last looked for them, in UnixNano
+
+	// reapedAbandoned is the runtime's count of abandoned rings that reap
+	// has handled.
+	reapedAbandoned atomic.Uint32
+)
+
+// reap finishes the dispatches that the runtime abandoned (a recovered
+// panic unwound their beginning frames) and returns the buffers of
+// detached dispatches that no goroutine records into any more. It is cheap
+// when there is nothing to do: a load and a compare.
+func reap() {
+	if n := rtAbandoned(); n != reapedAbandoned.Load() {
+		reapedAbandoned.Store(n)
+		var gone []*Dispatch
+		running.Lock()
+		for d := runList.head; d != nil; d = d.next {
+			if atomic.LoadUint32(&d.ring.State) == abi.RingAbandoned {
+				gone = append(gone, d)
+			}
+		}
+		running.Unlock()
+		for _, d := range gone {
+			abandoned.Add(1)
+			d.end = time.Now()
+			d.endMs = max(nowMs(), d.beginMs)
+			d.finish(true)
+		}
+	}
+	now := time.Now().UnixNano()
+	if last := detachedCheck.Load(); now-last < int64(100*time.Millisecond) || !detachedCheck.CompareAndSwap(last, now) {
+		return
+	}
+	detachedMu.Lock()
+	var still, free []*Dispatch
+	for _, d := range detached {
+		if rtInUse(unsafe.Pointer(d)) {
+			still = append(still, d)
+		} else {
+			free = append(free, d)
+		}
+	}
+	detached = still
+	detachedMu.Unlock()
+	for _, d := range free {
+		d.release()
+	}
+}
+
+// Abandoned reports whether the dispatch ended without End: its beginning
+// frame returned or was unwound by a panic first. Observers see abandoned
+// dispatches in DispatchEnd and must not report them.
+func (d *Dispatch) Abandoned() bool {
+	return d != nil && atomic.LoadUint32(&d.ring.State) == abi.RingAbandoned
 }
 
 // SetScene names the scene of the dispatch (an HTTP route pattern, a
@@ -171,22 +358,35 @@ func (d *Dispatch) Recorded() bool { return d.data != nil }
 //
 // On the dispatching goroutine the copy is exact. From another goroutine
 // (a watchdog looking at a running dispatch) it is a consistent prefix:
-// records written during the copy may be left out.
+// records written during the copy may be left out, and when the writer
+// could be overwriting a record of the copy, the copy is empty.
 func (d *Dispatch) Records(dst []uint64) []uint64 {
-	if d.data == nil {
+	d.relMu.RLock()
+	defer d.relMu.RUnlock()
+	data := d.data
+	if data == nil {
 		return dst
 	}
-	size := uint64(len(d.data))
+	size := uint64(len(data))
 	n := atomic.LoadUint64(&d.ring.N)
 	if n-d.mark > size {
 		return dst
 	}
 	start := len(dst)
 	for i := d.mark; i < n; i++ {
-		dst = append(dst, atomic.LoadUint64(&d.data[i&d.ring.Mask]))
+		dst = append(dst, atomic.LoadUint64(&data[i&d.ring.Mask]))
 	}
-	// Records older than n2-size may have been overwritten while copying.
-	if n2 := atomic.LoadUint64(&d.ring.N); n2-d.mark > size {
+	// While copying from another goroutine than the writer, the writer
+	// may have overwritten records: by the time it counted record n2-1 it
+	// had written the slots of records up to n2-1, and it may be writing
+	// the slot of record n2 (which held record n2-size) now. Unless every
+	// record copied is newer than that, the copy may be torn. The writer
+	// itself sees no such write.
+	limit := size - 1
+	if rtGoid() == d.goid {
+		limit = size
+	}
+	if n2 := atomic.LoadUint64(&d.ring.N); n2-d.mark > limit {
 		return dst[:start]
 	}
 	return dst

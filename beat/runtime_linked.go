@@ -53,3 +53,12 @@ func rtNanotime() int64
 
 //go:linkname rtStartupRing runtime.matrixStartupRing
 func rtStartupRing() unsafe.Pointer
+
+//go:linkname rtFrameDepth runtime.matrixFrameDepth
+func rtFrameDepth(skip int) uintptr
+
+//go:linkname rtAbandoned runtime.matrixAbandoned
+func rtAbandoned() uint32
+
+//go:linkname rtInUse runtime.matrixInUse
+func rtInUse(p unsafe.Pointer) bool

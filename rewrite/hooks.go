@@ -90,10 +90,13 @@ func __matrix_registerNames() bool { %s(__matrix_unsafe.Pointer(&%s)); return tr
 	return b.Bytes()
 }
 
+// mainEnteredDecl declares the main-entered hook.
+const mainEnteredDecl = "\n//go:linkname " + hookMainEntered + " runtime.matrixMainEntered\nfunc " + hookMainEntered + "()\n"
+
 // mainDecl declares the main-entered hook in package main.
 func (p *Plan) mainDecl() string {
 	if p.PkgName != "main" {
 		return ""
 	}
-	return "\n//go:linkname " + hookMainEntered + " runtime.matrixMainEntered\nfunc " + hookMainEntered + "()\n"
+	return mainEnteredDecl
 }

@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/matrixgo/matrix/inject"
 )
@@ -21,16 +22,16 @@ const gField = "matrixBeat unsafe.Pointer; "
 const deferFastPath = "if matrixDeferNone(sys.GetCallerSP()) { return }; "
 
 // PatchRuntime prepares the files of package runtime: it adds the field the
-// recorder needs to runtime.g (in runtime2.go), a fast path to
-// runtime.deferreturn (in panic.go), and the recorder's files (see package
-// inject). It writes what
-// it changes to dir and returns the new file list. With debug, the hooks
-// print every call when MATRIX_DEBUG_HOOKS=1 is set at run time; without it
-// they carry no trace of that code.
+// recorder needs to runtime.g (in runtime2.go), the statements of
+// runtimeHooks at the top of runtime functions, and the recorder's files
+// (see package inject). It writes what it changes to dir and returns the
+// new file list. With debug, the hooks print every call when
+// MATRIX_DEBUG_HOOKS=1 is set at run time; without it they carry no trace
+// of that code.
 //
 // No line of the patched files moves: the field is inserted before the
-// closing brace of the struct, on that brace's line, and the fast path
-// after the function's opening brace, followed by a line directive that
+// closing brace of the struct, on that brace's line, and each statement
+// after its function's opening brace, followed by a line directive that
 // gives the rest of the line its original column.
 //
 // Why deferreturn: the compiler open-codes at most 15 returns × defers per
@@ -41,14 +42,9 @@ const deferFastPath = "if matrixDeferNone(sys.GetCallerSP()) { return }; "
 // find that there is nothing to run; the fast path finds it in two loads.
 func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
 	out := append([]string(nil), files...)
-	patches := map[string]func(*token.FileSet, *ast.File, *srcFile) ([]byte, error){
-		"runtime2.go": patchGStruct,
-		"panic.go":    patchDeferreturn,
-	}
-	done := map[string]bool{}
+	found := false
 	for i, path := range files {
-		patch := patches[filepath.Base(path)]
-		if patch == nil {
+		if filepath.Base(path) != "runtime2.go" {
 			continue
 		}
 		src, err := os.ReadFile(path)
@@ -60,7 +56,7 @@ func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("patch runtime: %w", err)
 		}
-		content, err := patch(fset, f, &srcFile{path: path, src: src, ast: f, lineNames: lineDirectiveNames(f, path)})
+		content, err := patchGStruct(fset, f, &srcFile{path: path, src: src, ast: f})
 		if err != nil {
 			return nil, fmt.Errorf("patch runtime: %s: %w", path, err)
 		}
@@ -69,12 +65,16 @@ func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
 			return nil, fmt.Errorf("patch runtime: %w", err)
 		}
 		out[i] = dst
-		done[filepath.Base(path)] = true
+		found = true
 	}
-	for name := range patches {
-		if !done[name] {
-			return nil, fmt.Errorf("patch runtime: %s not among the compiled files; matrixexec does not support this Go release", name)
-		}
+	if !found {
+		return nil, fmt.Errorf("patch runtime: runtime2.go not among the compiled files; matrixexec does not support this Go release")
+	}
+	// The statements go into the original files: patchFuncs reads and
+	// writes the files it changes, and runtime2.go has none of them.
+	out, _, err := patchFuncs("runtime", out, dir, runtimeHooks)
+	if err != nil {
+		return nil, err
 	}
 	src, consts, err := inject.Runtime(debug)
 	if err != nil {
@@ -93,6 +93,35 @@ func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
 	return out, nil
 }
 
+// runtimeHooks are the statements added at the top of runtime functions.
+// Each is one load and one branch for a goroutine that does not record.
+var runtimeHooks = []stdHook{
+	// deferreturn's fast path (see above).
+	{file: "panic.go", name: "deferreturn", check: noParams, stmt: func([]string) string { return deferFastPath }},
+	// A recovered panic abandons the dispatches whose beginning frames it
+	// unwinds (matrixRecovery).
+	{file: "panic.go", name: "recovery", check: params("gp"), stmt: func(p []string) string {
+		return "if " + p[0] + ".matrixBeat != nil { matrixRecovery(" + p[0] + ") }; "
+	}},
+}
+
+func noParams(fd *ast.FuncDecl) error {
+	if fd.Type.Params.NumFields() != 0 || fd.Type.Results != nil {
+		return errors.New("has a new signature in this Go release; matrixexec does not support it")
+	}
+	return nil
+}
+
+// params checks that a function has exactly the named parameters.
+func params(names ...string) func(fd *ast.FuncDecl) error {
+	return func(fd *ast.FuncDecl) error {
+		if got := paramNames(fd); strings.Join(got, ",") != strings.Join(names, ",") {
+			return fmt.Errorf("has the parameters %v in this Go release, not %v; matrixexec does not support it", got, names)
+		}
+		return nil
+	}
+}
+
 // patchGStruct adds gField to the struct runtime.g.
 func patchGStruct(fset *token.FileSet, f *ast.File, sf *srcFile) ([]byte, error) {
 	closing := gStructClosing(f)
@@ -104,26 +133,6 @@ func patchGStruct(fset *token.FileSet, f *ast.File, sf *srcFile) ([]byte, error)
 	content = append(content, sf.src[:off]...)
 	content = append(content, gField...)
 	return append(content, sf.src[off:]...), nil
-}
-
-// patchDeferreturn inserts deferFastPath at the top of deferreturn.
-func patchDeferreturn(fset *token.FileSet, f *ast.File, sf *srcFile) ([]byte, error) {
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Recv != nil || fd.Name.Name != "deferreturn" || fd.Body == nil {
-			continue
-		}
-		if fd.Type.Params.NumFields() != 0 || fd.Type.Results != nil {
-			return nil, errors.New("deferreturn has a new signature in this Go release; matrixexec does not support it")
-		}
-		off := fset.Position(fd.Body.Lbrace).Offset + 1
-		content := fmt.Appendf(nil, "//line %s:1:1\n", sf.path)
-		content = append(content, sf.src[:off]...)
-		content = append(content, deferFastPath...)
-		content = append(content, resumeDirective(fset, sf, fd.Body.Lbrace)...)
-		return append(content, sf.src[off:]...), nil
-	}
-	return nil, errors.New("no func deferreturn")
 }
 
 func gStructClosing(f *ast.File) token.Pos {

@@ -151,7 +151,7 @@ func (t *EvilMethodTracer) DispatchBegin(d *beat.Dispatch) {
 // records is exact.
 func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 	cost := d.Cost()
-	if cost < time.Duration(t.threshold.Load()) {
+	if cost < time.Duration(t.threshold.Load()) || d.Abandoned() {
 		if cpuSupported {
 			t.cpu.release(d.Goid())
 		}

@@ -35,7 +35,7 @@ func toAnalysis(recs []uint64) []analysis.Record {
 	return out
 }
 
-// DESIGN.md §6 worked example 1, with ids A, B, C for 1, 2, 3.
+// docs/design.md worked example 1, with ids A, B, C for 1, 2, 3.
 func TestEvilIssueContent(t *testing.T) {
 	const D = beat.DispatchID
 	end := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)

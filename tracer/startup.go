@@ -315,7 +315,7 @@ func (t *StartupTracer) DispatchBegin(*beat.Dispatch) {}
 // DispatchEnd makes the process ready at the end of the first HTTP
 // dispatch (outside test binaries).
 func (t *StartupTracer) DispatchEnd(d *beat.Dispatch) {
-	if coldReady.Load() || d.Kind() != beat.KindHTTP || !t.enabled.Load() || t.testBin() {
+	if coldReady.Load() || d.Kind() != beat.KindHTTP || d.Abandoned() || !t.enabled.Load() || t.testBin() {
 		return
 	}
 	startup.ready(d.Start().Add(d.Cost()), StartupSceneHTTP)

@@ -17,7 +17,10 @@
 package runtime
 
 import (
+	"internal/goarch"
+	"internal/runtime/atomic"
 	"internal/runtime/exithook"
+	"internal/runtime/sys"
 	"unsafe"
 )
 
@@ -63,9 +66,12 @@ var matrixNames unsafe.Pointer
 // buffer starts with (beat.Dispatch, the start-up ring): a power-of-two
 // array of packed records and the number of records written so far.
 type matrixRing struct {
-	buf  unsafe.Pointer
-	mask uint64
-	n    uint64
+	buf   unsafe.Pointer
+	mask  uint64
+	n     uint64
+	outer unsafe.Pointer
+	frame uintptr
+	state uint32
 }
 
 // The view must match abi.Ring field for field: an array length that is
@@ -75,6 +81,12 @@ var (
 	_ [matrixRingMaskOffset - unsafe.Offsetof(matrixRing{}.mask)]struct{}
 	_ [unsafe.Offsetof(matrixRing{}.n) - matrixRingNOffset]struct{}
 	_ [matrixRingNOffset - unsafe.Offsetof(matrixRing{}.n)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.outer) - matrixRingOuterOffset]struct{}
+	_ [matrixRingOuterOffset - unsafe.Offsetof(matrixRing{}.outer)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.frame) - matrixRingFrameOffset]struct{}
+	_ [matrixRingFrameOffset - unsafe.Offsetof(matrixRing{}.frame)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.state) - matrixRingStateOffset]struct{}
+	_ [matrixRingStateOffset - unsafe.Offsetof(matrixRing{}.state)]struct{}
 	_ [unsafe.Sizeof(matrixRing{}) - matrixRingSize]struct{}
 	_ [matrixRingSize - unsafe.Sizeof(matrixRing{})]struct{}
 )
@@ -231,7 +243,7 @@ func matrixEnter(id uint32) bool {
 		return false
 	}
 	*(*uint64)(add(r.buf, uintptr(r.n&r.mask)*8)) = matrixEnterBit | uint64(id&matrixIDMask)<<matrixIDShift | matrixClk.now&matrixTimeMask
-	r.n++
+	matrixPublish(r)
 	return true
 }
 
@@ -245,7 +257,20 @@ func matrixExit(id uint32) {
 		return
 	}
 	*(*uint64)(add(r.buf, uintptr(r.n&r.mask)*8)) = uint64(id&matrixIDMask)<<matrixIDShift | matrixClk.now&matrixTimeMask
-	r.n++
+	matrixPublish(r)
+}
+
+// matrixPublish counts the record just written, with release ordering: a
+// reader on another goroutine that sees the new count sees the record. The
+// compiler keeps plain stores in program order and amd64 keeps them in
+// order too, so there the count is a plain store; elsewhere it is a
+// store-release.
+func matrixPublish(r *matrixRing) {
+	if goarch.IsAmd64 != 0 {
+		r.n++
+	} else {
+		atomic.StoreRel64(&r.n, r.n+1)
+	}
 }
 
 //go:linkname matrixRegister
@@ -303,7 +328,11 @@ func matrixSetDispatchHooks(begin func(kind int, name string) unsafe.Pointer, en
 	matrixBeginHook, matrixEndHook, matrixSceneHook = begin, end, scene
 }
 
+// matrixDispatchBegin is never inlined: beat counts the frames above it to
+// find the frame that begins the dispatch (and must end it).
+//
 //go:linkname matrixDispatchBegin
+//go:noinline
 func matrixDispatchBegin(kind int, name string) unsafe.Pointer {
 	if h := matrixBeginHook; h != nil && matrixOn.v != 0 {
 		return h(kind, name)
@@ -349,3 +378,75 @@ func matrixCurrent() unsafe.Pointer { return getg().matrixBeat }
 //
 //go:linkname matrixAtExit
 func matrixAtExit(f func()) { exithook.Add(exithook.Hook{F: f, RunOnFailure: true}) }
+
+// Dispatch lifecycle. A dispatch is begun by a frame (abi.Ring.frame) and
+// must be ended by it; these entry points let beat and the runtime notice
+// when it cannot be.
+
+// matrixAbandonedN counts the rings the runtime abandoned (see
+// matrixRecovery): beat reaps them from its registry when it changes.
+var matrixAbandonedN uint32
+
+// matrixRecovery runs when a panic is recovered on a goroutine that records
+// (at the top of runtime.recovery, before the stack is unwound). Every
+// dispatch whose beginning frame lies deeper than the frame that recovers
+// is being unwound without its End: it is marked abandoned, and the slot
+// goes back to what it held before that dispatch began.
+func matrixRecovery(gp *g) {
+	p := gp._panic
+	if p == nil {
+		return
+	}
+	depth := gp.stack.hi - uintptr(p.sp)
+	for {
+		r := (*matrixRing)(gp.matrixBeat)
+		if r == nil || r == matrixStartup || r.frame == 0 || r.frame <= depth {
+			return
+		}
+		atomic.Store(&r.state, matrixRingAbandoned)
+		atomic.Xadd(&matrixAbandonedN, 1)
+		gp.matrixBeat = r.outer
+	}
+}
+
+// matrixFrameDepth returns the depth (stack top minus stack pointer, which
+// stack growth does not change) of the frame skip frames above its caller,
+// as the panic unwinder measures frames; 0 if there is none.
+//
+//go:linkname matrixFrameDepth
+//go:noinline
+func matrixFrameDepth(skip int) uintptr {
+	gp := getg()
+	pc, sp := sys.GetCallerPC(), sys.GetCallerSP()
+	var depth uintptr
+	// A goroutine's own stack is walked from the system stack (as
+	// runtime.Callers does), where it cannot move under the walk.
+	systemstack(func() {
+		var u unwinder
+		u.initAt(pc, sp, 0, gp, unwindSilentErrors)
+		for i := 0; i < skip && u.valid(); i++ {
+			u.next()
+		}
+		if u.valid() {
+			depth = gp.stack.hi - u.frame.sp
+		}
+	})
+	return depth
+}
+
+//go:linkname matrixAbandoned
+func matrixAbandoned() uint32 { return atomic.Load(&matrixAbandonedN) }
+
+// matrixInUse reports whether the slot of any goroutine refers to p,
+// directly or as the outer ring of the ring it holds.
+//
+//go:linkname matrixInUse
+func matrixInUse(p unsafe.Pointer) bool {
+	found := false
+	forEachG(func(gp *g) {
+		for r := gp.matrixBeat; r != nil && !found; r = (*matrixRing)(r).outer {
+			found = r == p
+		}
+	})
+	return found
+}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/idalloc"
+	"github.com/matrixgo/matrix/internal/testgo"
 )
 
 var corpusFlag = flag.String("corpus", "", "which modules to run: ci (the default subset), full, or off; overrides $MATRIX_CORPUS")
@@ -104,6 +105,30 @@ func TestCorpus(t *testing.T) {
 	t.Log("summary (passing tests plain and in each variant):\n" + summary(results))
 }
 
+// TestCorpusGoRelease runs one module of the corpus, the HTTP router chi
+// (its tests serve requests through the patched net/http), plain and
+// instrumented with the newest Go release besides the installed one.
+func TestCorpusGoRelease(t *testing.T) {
+	if selection() == "off" {
+		t.Skip("corpus disabled (-corpus=off or MATRIX_CORPUS=off)")
+	}
+	if testing.Short() {
+		t.Skip("runs a third-party test suite with another Go toolchain (minutes); skipped in -short mode")
+	}
+	releases := testgo.OtherReleases()
+	if len(releases) == 0 {
+		t.Skip("no other Go release (MATRIX_GO_VERSIONS=none)")
+	}
+	rel := releases[len(releases)-1]
+	i := slices.IndexFunc(corpus, func(m module) bool { return m.name == "chi" })
+	r := newRunner(t, "ci")
+	r.toolchain = rel
+	t.Run(rel+"/"+corpus[i].name, func(t *testing.T) {
+		res := r.run(t, corpus[i], []variant{instrumentedRun})
+		t.Log("summary:\n" + summary([]*result{res}))
+	})
+}
+
 // variant is one way of building and running a module's tests.
 type variant struct {
 	name         string // subtest name
@@ -141,6 +166,7 @@ type runner struct {
 	root      string // this checkout: matrixexec and the zero-code tracer
 	matrixexe string // the matrixexec binary
 	mapFile   string // MATRIX_MAP shared by every instrumented run
+	toolchain string // GOTOOLCHAIN of the runs: "local" or a release
 	work      string // module copies
 	out       string // where the -json logs go
 }
@@ -156,6 +182,7 @@ func newRunner(t *testing.T, mode string) *runner {
 		root:      root,
 		matrixexe: filepath.Join(tmp, "bin", "matrixexec"),
 		mapFile:   filepath.Join(tmp, "map", "methodMapping.txt"),
+		toolchain: "local",
 		work:      filepath.Join(tmp, "src"),
 		out:       filepath.Join(tmp, "logs"),
 	}
@@ -468,7 +495,7 @@ func (r *runner) goTest(t *testing.T, m module, dir string, v variant, pkgs, ext
 	cmd.Env = append(cmd.Env,
 		"GOFLAGS="+goflags,
 		"GOWORK=off",
-		"GOTOOLCHAIN=local",
+		"GOTOOLCHAIN="+r.toolchain,
 		"MATRIX_MAP="+r.mapFile,
 	)
 	report := ""

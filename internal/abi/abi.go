@@ -76,22 +76,51 @@ func Unpack(r uint64) (enter bool, id uint32, ms uint64) {
 // on the main goroutine from the runtime's initialisation to main.main.
 const StartupRingSize = 1 << 17
 
-// Ring is the header of a recording buffer as the runtime hooks see it:
-// Buf points at Mask+1 records (a power of two) and N counts the records
-// written so far. A goroutine's recording slot (a field added to runtime.g)
-// points at a Ring; beat.Dispatch starts with one.
+// Ring is the header of a recording buffer as the runtime sees it. A
+// goroutine's recording slot (a field added to runtime.g) points at a Ring;
+// beat.Dispatch starts with one.
+//
+// Only the goroutine whose slot points at the ring writes records. N is
+// published with release ordering after the record it counts, so a reader
+// on another goroutine that loads N and then the records below it sees
+// them whole (see beat.Dispatch.Records).
 type Ring struct {
-	Buf  unsafe.Pointer
+	// Buf points at Mask+1 records (a power of two).
+	Buf unsafe.Pointer
+	// Mask is the number of records minus one.
 	Mask uint64
-	N    uint64
+	// N counts the records written so far.
+	N uint64
+	// Outer is the slot's value before the ring was installed: an
+	// enclosing dispatch, the start-up ring or nil. It is put back when the
+	// ring's dispatch ends or is abandoned.
+	Outer unsafe.Pointer
+	// Frame is the depth (stack top minus stack pointer) of the frame that
+	// began the dispatch, 0 when unknown. When a panic is recovered in a
+	// shallower frame, that frame was unwound without ending the dispatch:
+	// the runtime then marks the ring RingAbandoned and puts Outer back.
+	Frame uintptr
+	// State is RingRunning, RingEnded or RingAbandoned; it is written with
+	// atomic stores.
+	State uint32
 }
+
+// Ring states.
+const (
+	RingRunning   = 0 // recording
+	RingEnded     = 1 // ended by Dispatch.End
+	RingAbandoned = 2 // its beginning frame was unwound by a panic
+)
 
 // Offsets of Ring's fields and its size, rendered into the runtime file,
 // which checks its own view of the ring against them when it compiles.
 const (
-	RingMaskOffset = unsafe.Offsetof(Ring{}.Mask)
-	RingNOffset    = unsafe.Offsetof(Ring{}.N)
-	RingSize       = unsafe.Sizeof(Ring{})
+	RingMaskOffset  = unsafe.Offsetof(Ring{}.Mask)
+	RingNOffset     = unsafe.Offsetof(Ring{}.N)
+	RingOuterOffset = unsafe.Offsetof(Ring{}.Outer)
+	RingFrameOffset = unsafe.Offsetof(Ring{}.Frame)
+	RingStateOffset = unsafe.Offsetof(Ring{}.State)
+	RingSize        = unsafe.Sizeof(Ring{})
 )
 
 // The recording flag (runtime.matrixOn) is a uint32 alone on its cache
@@ -173,8 +202,13 @@ const (
 	matrixFlagPadAfter  = %d
 	matrixRingMaskOffset = %d
 	matrixRingNOffset    = %d
+	matrixRingOuterOffset = %d
+	matrixRingFrameOffset = %d
+	matrixRingStateOffset = %d
 	matrixRingSize       = %d
+	matrixRingAbandoned  = %d
 )
 `, Version, EnterBit, IDShift, IDMask, TimeMask, DispatchID, StartupRingSize,
-		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset, RingSize)
+		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset,
+		RingOuterOffset, RingFrameOffset, RingStateOffset, RingSize, RingAbandoned)
 }

@@ -2,10 +2,10 @@
 // with per-function cost, trims it and picks a stack key. It is a port of
 // Tencent Matrix's TraceDataUtils (Android Trace Canary):
 // structuredDataToStack, addMethodItem, stackToTree/treeToStack, trimStack,
-// stackToString and getTreeKey, following DESIGN.md §6.
+// stackToString and getTreeKey, following docs/design.md.
 //
 // The port is faithful on well-formed input (the worked examples of
-// DESIGN.md §6 are its golden tests) and deliberately differs from Matrix
+// docs/design.md are its golden tests) and deliberately differs from Matrix
 // where Matrix is wrong; every such place carries a "Matrix:" comment. In
 // short: a cost of exactly 5000 ms is merged like any other cost; tree
 // building never drops or misplaces a node, whatever the depths; an exit
@@ -182,7 +182,7 @@ type done struct {
 	up, first, last, next int // tree parent, first and last child, next sibling
 }
 
-// Items runs steps 1 to 3 of DESIGN.md §6 on one buffer slice and returns
+// Items runs steps 1 to 3 of docs/design.md on one buffer slice and returns
 // the call tree in pre-order, children in call order.
 //
 // Step 1 walks the records with a stack of open enters. Zero records are
@@ -383,7 +383,7 @@ func tree(comp []done, enters []enter) []Item {
 	return out
 }
 
-// Trim runs step 4 of DESIGN.md §6 (Matrix's trimStack with the slow-call
+// Trim runs step 4 of docs/design.md (Matrix's trimStack with the slow-call
 // filter): round k = 1..60 scans items from the tail and removes those with
 // Cost < 5·k ms, stopping the moment maxItems remain; if more than maxItems
 // remain after round 60, only the first maxItems are kept. A negative maxItems yields
@@ -441,7 +441,7 @@ rounds:
 	return out
 }
 
-// StackKey runs step 6 of DESIGN.md §6 (Matrix's getTreeKey): candidates are
+// StackKey runs step 6 of docs/design.md (Matrix's getTreeKey): candidates are
 // the items whose Cost is at least 30 % of cost (truncated to whole ms, as
 // Matrix's (long)(cost*0.3)); the winner has the largest (Depth+1)·Cost, the
 // first in list order on ties; with no candidate it is the first item; if
@@ -508,7 +508,7 @@ type Result struct {
 	Key string
 }
 
-// Analyze runs the whole analysis of DESIGN.md §6 on one buffer slice:
+// Analyze runs the whole analysis of docs/design.md on one buffer slice:
 // Items (steps 1–3), Trim to MaxStackLines (step 4), the report lines and
 // reported cost (step 5) and StackKey (step 6). triggerCost is the cost that
 // made the tracer report (for example the dispatch's wall time), in ms.

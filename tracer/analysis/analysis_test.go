@@ -12,7 +12,7 @@ import (
 
 var notation = regexp.MustCompile(`^([io])\((D|\d+)@(\d+)\)$`)
 
-// recs parses the record notation of DESIGN.md §6, e.g. "i(D@0) i(1@0) o(1@5)".
+// recs parses the record notation of docs/design.md, e.g. "i(D@0) i(1@0) o(1@5)".
 func recs(t testing.TB, s string) []Record {
 	t.Helper()
 	var out []Record
@@ -96,7 +96,7 @@ func checkTree(t testing.TB, items []Item) {
 	}
 }
 
-// TestDesignExamples are the five worked examples of DESIGN.md §6, verbatim.
+// TestDesignExamples are the five worked examples of docs/design.md, verbatim.
 func TestDesignExamples(t *testing.T) {
 	runCases(t, []analyzeCase{{
 		name:    "nested",

@@ -40,7 +40,7 @@ func (r Record) ID() uint32 { return uint32(uint64(r)>>abi.IDShift) & abi.IDMask
 // Time returns the 43-bit timestamp of r in ms.
 func (r Record) Time() uint64 { return uint64(r) & abi.TimeMask }
 
-// String renders r in the notation of DESIGN.md §6: "i(id@ms)" for an
+// String renders r in the notation of docs/design.md: "i(id@ms)" for an
 // enter, "o(id@ms)" for an exit, with "D" standing for Dispatch; the zero
 // Record renders as "0".
 func (r Record) String() string {
