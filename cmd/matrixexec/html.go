@@ -58,7 +58,7 @@ func htmlCmd(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return fmt.Errorf("html: %w", err)
 	}
 	if *out != "-" {
-		fmt.Fprintf(stderr, "matrixexec html: wrote %s: %d incidents in %d groups\n", *out, res.Incidents, len(res.Groups))
+		fmt.Fprintf(stderr, "matrixexec html: wrote %s: %s in %s\n", *out, plural(res.Incidents, "incident", "incidents"), plural(len(res.Groups), "group", "groups"))
 	}
 	return nil
 }

@@ -51,6 +51,12 @@ func newBrowser(t *testing.T) context.Context {
 	if path == "" {
 		t.Skip("no Chromium (install the Debian package chromium, or set MATRIX_CHROMIUM): the HTML page is not tested in a browser")
 	}
+	// A fresh profile, removed after the browser's helper processes have
+	// let go of it (t.TempDir would fail the test on a late write).
+	profile, err := os.MkdirTemp("", "matrix-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -58,7 +64,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
@@ -75,6 +81,12 @@ func newBrowser(t *testing.T) context.Context {
 		cancelTimeout()
 		cancel()
 		cancelAlloc()
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("start %s: %v", path, err)

@@ -43,7 +43,7 @@ func pprofCmd(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Wri
 		return fmt.Errorf("pprof: %w", err)
 	}
 	if *out != "-" {
-		fmt.Fprintf(stderr, "matrixexec pprof: wrote %s: %d incidents, %d samples", *out, b.incidents, len(b.samples))
+		fmt.Fprintf(stderr, "matrixexec pprof: wrote %s: %s, %s", *out, plural(b.incidents, "incident", "incidents"), plural(len(b.samples), "sample", "samples"))
 		switch b.noTree {
 		case 0:
 		case 1:

@@ -189,7 +189,7 @@ type names struct {
 // read at once, and an error reading it is returned.
 func newNames(path string, explicit bool) (*names, error) {
 	n := &names{path: path, explicit: explicit}
-	if explicit {
+	if explicit && path != "" { // -map "" means no map
 		n.load()
 		if n.err != nil {
 			return nil, fmt.Errorf("map: %w", n.err)
@@ -275,9 +275,6 @@ func (nd *node) pos() string {
 	return nd.File + ":" + strconv.Itoa(nd.Line)
 }
 
-// errUnnamed is wrapped by resolveTree's error for a frame without a name.
-var errUnnamed = errors.New("function without a name")
-
 // resolveTree turns a report's frames (in pre-order with depths) into
 // nodes with names, parents and self times. In strict mode a frame that
 // cannot be named is an error (see names.unnamed); otherwise it is shown
@@ -312,7 +309,7 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 		name, file, line, ok := n.function(f)
 		if !ok {
 			if strict {
-				return nil, fmt.Errorf("%w: %w", errUnnamed, n.unnamed(pos, f.ID))
+				return nil, n.unnamed(pos, f.ID)
 			}
 			nd.Name = fmt.Sprintf("id %d", f.ID)
 			continue

@@ -333,12 +333,6 @@ func top(cfg *config, args []string, stdin io.Reader, stdout io.Writer) error {
 
 // printTop writes the groups for people.
 func printTop(w io.Writer, res *topResult) {
-	plural := func(n int, one, many string) string {
-		if n == 1 {
-			return fmt.Sprintf("%d %s", n, one)
-		}
-		return fmt.Sprintf("%d %s", n, many)
-	}
 	fmt.Fprintf(w, "%s in %s by %s (%s read)\n", plural(res.Incidents, "incident", "incidents"),
 		plural(len(res.Groups), "group", "groups"), res.By, plural(res.Reports, "report", "reports"))
 	for i, g := range res.Groups {
@@ -373,6 +367,14 @@ func printTop(w io.Writer, res *topResult) {
 		}
 		printTree(w, "   ", r.Tree)
 	}
+}
+
+// plural returns "1 one" or "n many".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func countedList(cs []counted, quote bool) string {
