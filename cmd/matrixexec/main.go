@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -38,6 +39,7 @@ func main() {
 		// still bounds an unusually large package.
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(256 << 20)
+		gcOff = true
 	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -86,7 +88,15 @@ func isToolPath(arg string) bool {
 	return err == nil && !fi.IsDir()
 }
 
+// gcOff is set when main switched the collector off for a build step.
+var gcOff bool
+
 func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if gcOff {
+		// Commands stream reports of any size: collect as usual.
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
+	}
 	switch args[0] {
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "matrixexec", version())

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -43,7 +43,7 @@ func pprofCmd(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Wri
 		return fmt.Errorf("pprof: %w", err)
 	}
 	if *out != "-" {
-		fmt.Fprintf(stderr, "matrixexec pprof: wrote %s: %s, %s", *out, plural(b.incidents, "incident", "incidents"), plural(len(b.samples), "sample", "samples"))
+		fmt.Fprintf(stderr, "matrixexec pprof: wrote %s: %s, %s", *out, plural(b.incidents, "incident", "incidents"), plural(len(b.order), "sample", "samples"))
 		switch b.noTree {
 		case 0:
 		case 1:
@@ -77,13 +77,25 @@ type profileBuilder struct {
 	mapping   *profile.Mapping
 	functions map[funcKey]*profile.Function
 	locations map[locKey]*profile.Location
-	samples   map[string]*profile.Sample
+	samples   map[uint64][]sampleAcc // by hash of path and labels
+	labelSets map[labelKey]labelSet
 	order     []*profile.Sample
-	key       []byte
 	locs      []*profile.Location
 }
 
 type funcKey struct{ name, file string }
+
+type labelKey struct{ scene, detail, stackKey string }
+
+type labelSet struct {
+	id int
+	m  map[string][]string
+}
+
+type sampleAcc struct {
+	s      *profile.Sample
+	labels int
+}
 
 type locKey struct {
 	fn   *profile.Function
@@ -95,7 +107,8 @@ func newProfileBuilder() *profileBuilder {
 		mapping:   &profile.Mapping{ID: 1, File: "matrix reports", HasFunctions: true, HasFilenames: true, HasLineNumbers: true},
 		functions: map[funcKey]*profile.Function{},
 		locations: map[locKey]*profile.Location{},
-		samples:   map[string]*profile.Sample{},
+		samples:   map[uint64][]sampleAcc{},
+		labelSets: map[labelKey]labelSet{},
 	}
 }
 
@@ -178,28 +191,43 @@ func (b *profileBuilder) location(nd *node) *profile.Location {
 }
 
 func (b *profileBuilder) sample(locs []*profile.Location, r *report, wall, count int64) {
-	k := b.key[:0]
+	labels := b.labels(r)
+	// FNV-1a of the path and the labels; equal keys are compared.
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) {
+		h ^= v
+		h *= 1099511628211
+	}
 	for _, l := range locs {
-		k = strconv.AppendUint(k, l.ID, 36)
-		k = append(k, ',')
+		mix(l.ID)
 	}
-	for _, s := range []string{r.Scene, r.Detail, r.StackKey} {
-		k = append(k, 0)
-		k = append(k, s...)
-	}
-	b.key = k
-	if s, ok := b.samples[string(k)]; ok {
-		s.Value[0] += wall
-		s.Value[1] += count
-		return
+	mix(uint64(labels.id) << 32)
+	for _, acc := range b.samples[h] {
+		if acc.labels == labels.id && slices.Equal(acc.s.Location, locs) {
+			acc.s.Value[0] += wall
+			acc.s.Value[1] += count
+			return
+		}
 	}
 	s := &profile.Sample{
-		Location: append([]*profile.Location(nil), locs...),
+		Location: slices.Clone(locs),
 		Value:    []int64{wall, count},
-		Label:    map[string][]string{"scene": {r.Scene}, "detail": {r.Detail}, "stackKey": {r.StackKey}},
+		Label:    labels.m,
 	}
-	b.samples[string(k)] = s
+	b.samples[h] = append(b.samples[h], sampleAcc{s, labels.id})
 	b.order = append(b.order, s)
+}
+
+// labels returns the labels of r's samples: one map for all the samples
+// with the same labels, and its number.
+func (b *profileBuilder) labels(r *report) labelSet {
+	k := labelKey{r.Scene, r.Detail, r.StackKey}
+	l, ok := b.labelSets[k]
+	if !ok {
+		l = labelSet{len(b.labelSets), map[string][]string{"scene": {r.Scene}, "detail": {r.Detail}, "stackKey": {r.StackKey}}}
+		b.labelSets[k] = l
+	}
+	return l
 }
 
 // profile returns the profile of what was added.
