@@ -2,9 +2,12 @@ package integration
 
 import (
 	"bufio"
+	"encoding/json"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -16,6 +19,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"cmpstack":      cmdCmpStack,
 		"mapkeeps":      cmdMapKeeps,
 		"setfromstdout": cmdSetFromStdout,
+		"pprofflat":     cmdPprofFlat,
+		"stripnames":    cmdStripNames,
 	}
 }
 
@@ -148,4 +153,104 @@ func cmdSetFromStdout(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: setfromstdout NAME")
 	}
 	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}
+
+// reportFrame is the part of a report's frame these commands use.
+type reportFrame struct {
+	Depth int    `json:"depth"`
+	Cost  int64  `json:"cost"`
+	Func  string `json:"func"`
+}
+
+// pprofflat FUNC MINMS REPORT
+//
+// Checks the previous command's output, go tool pprof -top of a profile
+// made from REPORT: FUNC's flat time is within 10 % of FUNC's self time in
+// the reports (its cost minus its children's, summed over the incidents),
+// and at least MINMS milliseconds.
+func cmdPprofFlat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: pprofflat FUNC MINMS REPORT")
+	}
+	fn := args[0]
+	minMs, err := strconv.ParseFloat(args[1], 64)
+	ts.Check(err)
+	var want float64
+	for _, line := range strings.Split(ts.ReadFile(args[2]), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var r struct {
+			Tag    string        `json:"tag"`
+			Frames []reportFrame `json:"frames"`
+		}
+		ts.Check(json.Unmarshal([]byte(line), &r))
+		for i, f := range r.Frames {
+			if f.Func != fn {
+				continue
+			}
+			self := f.Cost
+			for _, c := range r.Frames[i+1:] {
+				if c.Depth <= f.Depth {
+					break
+				}
+				if c.Depth == f.Depth+1 {
+					self -= c.Cost
+				}
+			}
+			want += float64(max(self, 0))
+		}
+	}
+	var flat float64 = -1
+	for _, line := range strings.Split(ts.ReadFile("stdout"), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[len(f)-1] != fn {
+			continue
+		}
+		d, err := time.ParseDuration(f[0])
+		if err != nil {
+			ts.Fatalf("flat %q of %s: %v", f[0], fn, err)
+		}
+		flat = float64(d) / float64(time.Millisecond)
+	}
+	if flat < 0 {
+		ts.Fatalf("%s not in the pprof output", fn)
+	}
+	ts.Logf("%s: flat %.0fms, self in the reports %.0fms", fn, flat, want)
+	if flat < minMs {
+		ts.Fatalf("%s: flat %.0fms, want at least %.0fms", fn, flat, minMs)
+	}
+	if flat < 0.9*want || flat > 1.1*want {
+		ts.Fatalf("%s: flat %.0fms, the reports say %.0fms", fn, flat, want)
+	}
+}
+
+// stripnames IN OUT
+//
+// Writes the reports of IN to OUT without function names, files and
+// lines, as a binary that does not know them writes them.
+func cmdStripNames(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: stripnames IN OUT")
+	}
+	var out strings.Builder
+	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var r map[string]any
+		ts.Check(json.Unmarshal([]byte(line), &r))
+		frames, _ := r["frames"].([]any)
+		for _, f := range frames {
+			fr := f.(map[string]any)
+			if fr["func"] != "DISPATCH" {
+				fr["func"], fr["file"], fr["line"] = "", "", 0
+			}
+		}
+		b, err := json.Marshal(r)
+		ts.Check(err)
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(out.String()), 0o644))
 }

@@ -10,6 +10,9 @@
 //
 //	matrixexec version
 //	matrixexec show [-map FILE] [REPORT]
+//	matrixexec top [-by stackKey|scene] [-json] [-map FILE] [REPORT...]
+//	matrixexec pprof [-o FILE] [-map FILE] [REPORT...]
+//	matrixexec html [-o FILE] [-by stackKey|scene] [-map FILE] [REPORT...]
 //	matrixexec retrace [-map FILE] [REPORT]
 //	matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
 //
@@ -21,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -35,6 +39,7 @@ func main() {
 		// still bounds an unusually large package.
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(256 << 20)
+		gcOff = true
 	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -83,7 +88,15 @@ func isToolPath(arg string) bool {
 	return err == nil && !fi.IsDir()
 }
 
+// gcOff is set when main switched the collector off for a build step.
+var gcOff bool
+
 func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if gcOff {
+		// Commands stream reports of any size: collect as usual.
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
+	}
 	switch args[0] {
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "matrixexec", version())
@@ -97,6 +110,12 @@ func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return analyze(args[1:], stdin, stdout)
 	case "show":
 		return show(cfg, args[1:], stdin, stdout)
+	case "top":
+		return top(cfg, args[1:], stdin, stdout)
+	case "pprof":
+		return pprofCmd(cfg, args[1:], stdin, stdout, stderr)
+	case "html":
+		return htmlCmd(cfg, args[1:], stdin, stdout, stderr)
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("unknown option %q (see matrixexec help)", args[0])
@@ -109,6 +128,12 @@ func usage(w io.Writer) {
   go build -toolexec="matrixexec [flags]" ...   instrument a build
   matrixexec version                            print the version
   matrixexec show [-map FILE] [REPORT]          print reports as call trees with names
+  matrixexec top [-by stackKey|scene] [-json] [-map FILE] [REPORT...]
+                                                group incidents, costliest groups first
+  matrixexec pprof [-o FILE] [-map FILE] [REPORT...]
+                                                write the call trees as a pprof profile
+  matrixexec html [-o FILE] [-by stackKey|scene] [-map FILE] [REPORT...]
+                                                write the groups as one self-contained HTML page
   matrixexec retrace [-map FILE] [REPORT]       turn ids in a report into names
   matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
                                                 analyse recorded events

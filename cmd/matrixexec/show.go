@@ -2,14 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-
-	"github.com/matrixgo/matrix/idalloc"
 )
 
 // show prints reports (JSON lines) for people: each issue's headline and,
@@ -25,38 +22,36 @@ func show(cfg *config, args []string, stdin io.Reader, stdout io.Writer) error {
 	if fs.NArg() > 1 {
 		return fmt.Errorf("show: want at most one report file, got %d", fs.NArg())
 	}
-	data, err := readInput(fs.Arg(0), stdin)
+	n, _ := newNames(*mapPath, false) // optional
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	err := eachLine(fs.Args(), stdin, func(pos string, line []byte, complete bool) error {
+		var is map[string]any
+		if err := json.Unmarshal(line, &is); err != nil {
+			return fmt.Errorf("%s: not a JSON report: %w", pos, err)
+		}
+		var r report
+		if err := decodeReport(pos, line, complete, &r); err != nil {
+			return err
+		}
+		nodes, err := resolveTree(pos, r.frames(), n, false)
+		if err != nil {
+			return err
+		}
+		showIssue(w, is, nodes)
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("show: %w", err)
 	}
-	entries, _, _ := idalloc.Load(*mapPath) // optional
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var is map[string]any
-		if err := json.Unmarshal([]byte(line), &is); err != nil {
-			return fmt.Errorf("show: line %d: not a JSON report: %w", n, err)
-		}
-		showIssue(w, is, entries)
-	}
-	return sc.Err()
+	return nil
 }
 
 // headline fields, in order, printed when present.
 var headline = []string{"detail", "scene", "cost", "stackKey", "usage", "note"}
 
-func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry) {
+func showIssue(w io.Writer, is map[string]any, nodes []node) {
 	fmt.Fprintf(w, "%v", is["tag"])
-	frames, _ := is["frames"].([]any)
-	if stack, _ := is["stack"].(string); len(frames) == 0 && stack != "" {
-		frames = stackFrames(stack)
-	}
 	for _, k := range headline {
 		if v, ok := is[k]; ok && v != "" {
 			if k == "cost" {
@@ -65,14 +60,14 @@ func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry)
 			}
 			fmt.Fprintf(w, "  %s=%q", k, fmt.Sprint(v))
 			if k == "stackKey" {
-				if name := keyName(fmt.Sprint(v), frames); name != "" {
+				if name := keyName(fmt.Sprint(v), nodes); name != "" {
 					fmt.Fprintf(w, " (%s)", name)
 				}
 			}
 		}
 	}
 	fmt.Fprintln(w)
-	if len(frames) == 0 {
+	if len(nodes) == 0 {
 		var rest []string
 		for k, v := range is {
 			switch k {
@@ -86,30 +81,7 @@ func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry)
 			fmt.Fprintf(w, "  %s\n", strings.Join(rest, " "))
 		}
 	}
-	for _, f := range frames {
-		fr, _ := f.(map[string]any)
-		depth, _ := fr["depth"].(float64)
-		name, _ := fr["func"].(string)
-		pos := ""
-		if file, _ := fr["file"].(string); file != "" {
-			pos = fmt.Sprintf("%s:%v", file, fr["line"])
-		}
-		if name == "" {
-			id, _ := fr["id"].(float64)
-			if id == idalloc.Dispatch {
-				name = "DISPATCH"
-			} else if e, ok := entries[uint32(id)]; ok {
-				name, pos = e.Pkg+"."+e.Func, e.Pos
-			} else {
-				name = fmt.Sprintf("id %v", fr["id"])
-			}
-		}
-		count := ""
-		if c, _ := fr["count"].(float64); c > 1 {
-			count = fmt.Sprintf(" ×%v", c)
-		}
-		fmt.Fprintf(w, "  %6vms  %s%s%s  %s\n", fr["cost"], strings.Repeat("  ", int(depth)), name, count, pos)
-	}
+	printTree(w, "  ", nodes)
 	if ts, _ := is["threadStack"].(string); ts != "" {
 		fmt.Fprintf(w, "  goroutine stack:\n")
 		for _, l := range strings.Split(strings.TrimRight(ts, "\n"), "\n") {
@@ -119,31 +91,16 @@ func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry)
 	fmt.Fprintln(w)
 }
 
-// stackFrames turns report lines "depth,id,count,cost" into frames without
-// names, for reports that carry no frames.
-func stackFrames(stack string) []any {
-	var frames []any
-	for _, l := range strings.Split(strings.TrimSpace(stack), "\n") {
-		f := strings.Split(l, ",")
-		if len(f) != 4 {
-			continue
-		}
-		var n [4]float64
-		for i := range f {
-			fmt.Sscan(f[i], &n[i])
-		}
-		frames = append(frames, map[string]any{"depth": n[0], "id": n[1], "count": n[2], "cost": n[3]})
+// keyName names the function of a stack key from a report's nodes: the
+// first ordinary call with the key's id.
+func keyName(key string, nodes []node) string {
+	id, ok := keyID(key)
+	if !ok {
+		return ""
 	}
-	return frames
-}
-
-// keyName names the function of a stack key from the report's frames.
-func keyName(key string, frames []any) string {
-	for _, f := range frames {
-		fr, _ := f.(map[string]any)
-		if fmt.Sprintf("%v|", fr["id"]) == key {
-			name, _ := fr["func"].(string)
-			return name
+	for i := range nodes {
+		if nodes[i].ID == id && nodes[i].Kind != frameKindWait && nodes[i].Func != "" {
+			return nodes[i].Func
 		}
 	}
 	return ""

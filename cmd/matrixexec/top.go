@@ -1,0 +1,396 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Grouping dimensions of top and html.
+const (
+	byStackKey = "stackKey"
+	byScene    = "scene"
+)
+
+// topShown is how many of a group's scenes (or stack keys) are listed.
+const topShown = 5
+
+// topResult is what top prints with -json, and what html shows.
+type topResult struct {
+	// By is the grouping: "stackKey" or "scene".
+	By string `json:"by"`
+	// Reports is the number of reports read, Incidents those that are
+	// slow calls, lags, ANRs or slow start-ups (tag Trace_EvilMethod).
+	Reports   int `json:"reports"`
+	Incidents int `json:"incidents"`
+	// Groups are sorted by total cost, largest first.
+	Groups []topGroup `json:"groups"`
+}
+
+// topGroup is one group of incidents.
+type topGroup struct {
+	// Key is the stack key or the scene ("" for incidents without one).
+	Key string `json:"key"`
+	// Function is the function the stack key names (of the
+	// representative's key when grouping by scene).
+	Function string `json:"function,omitempty"`
+	Count    int    `json:"count"`
+	TotalMs  int64  `json:"totalMs"`
+	P50Ms    int64  `json:"p50Ms"`
+	P95Ms    int64  `json:"p95Ms"`
+	MaxMs    int64  `json:"maxMs"`
+	// Details counts the incidents per detail (NORMAL, LAG, ANR, STARTUP).
+	Details []counted `json:"details"`
+	// Scenes (grouping by stack key) or StackKeys (grouping by scene)
+	// are the most frequent values of the other dimension.
+	Scenes    []counted `json:"scenes,omitempty"`
+	StackKeys []counted `json:"stackKeys,omitempty"`
+	// FirstSeen and LastSeen are the earliest and latest report times
+	// (RFC 3339), when the reports have them.
+	FirstSeen string `json:"firstSeen,omitempty"`
+	LastSeen  string `json:"lastSeen,omitempty"`
+	// Representative is the costliest incident of the group.
+	Representative representative `json:"representative"`
+}
+
+// counted is a value and how many incidents had it.
+type counted struct {
+	Value string `json:"value"`
+	// Function is the function a stack key names.
+	Function string `json:"function,omitempty"`
+	Count    int    `json:"count"`
+}
+
+// representative is one incident shown for its group, with its call tree.
+type representative struct {
+	Source   string `json:"source"` // file:line of the report
+	CostMs   int64  `json:"costMs"`
+	Detail   string `json:"detail,omitempty"`
+	Scene    string `json:"scene,omitempty"`
+	StackKey string `json:"stackKey,omitempty"`
+	Time     string `json:"time,omitempty"`
+	Tree     []node `json:"tree"`
+}
+
+// aggregator groups incidents as they stream by, keeping per group only
+// counters, a histogram of costs and the costliest report.
+type aggregator struct {
+	by        string
+	reports   int
+	incidents int
+	groups    map[string]*groupAcc
+	keyFuncs  map[string]string // stack key -> the function it names, from frames
+}
+
+type groupAcc struct {
+	key         string
+	count       int
+	total       int64
+	max         int64
+	costs       map[int64]int // ms -> incidents
+	details     map[string]int
+	others      map[string]int
+	first, last time.Time
+	rep         *report
+	repPos      string
+}
+
+func newAggregator(by string) *aggregator {
+	return &aggregator{by: by, groups: map[string]*groupAcc{}, keyFuncs: map[string]string{}}
+}
+
+// add takes one report; r is kept if it becomes a representative, so the
+// caller must not reuse it.
+func (a *aggregator) add(pos string, r *report) {
+	a.reports++
+	if !r.incident() {
+		return
+	}
+	a.incidents++
+	key, other := r.StackKey, r.Scene
+	if a.by == byScene {
+		key, other = r.Scene, r.StackKey
+	}
+	g := a.groups[key]
+	if g == nil {
+		g = &groupAcc{key: key, costs: map[int64]int{}, details: map[string]int{}, others: map[string]int{}}
+		a.groups[key] = g
+	}
+	cost := max(r.Cost, 0)
+	g.count++
+	g.total = satAdd(g.total, cost)
+	g.costs[cost]++
+	g.details[r.Detail]++
+	g.others[other]++
+	if t, err := time.Parse(time.RFC3339Nano, r.Time); err == nil {
+		if g.first.IsZero() || t.Before(g.first) {
+			g.first = t
+		}
+		if g.last.IsZero() || t.After(g.last) {
+			g.last = t
+		}
+	}
+	if g.rep == nil || cost > g.max || (cost == g.max && len(g.rep.frames()) == 0 && len(r.frames()) > 0) {
+		g.rep, g.repPos = r, pos
+	}
+	g.max = max(g.max, cost)
+	if _, ok := a.keyFuncs[r.StackKey]; !ok && r.StackKey != "" {
+		if id, ok := keyID(r.StackKey); ok {
+			for _, f := range r.frames() {
+				if f.ID == id && f.Kind != frameKindWait && f.Func != "" {
+					a.keyFuncs[r.StackKey] = f.Func
+					break
+				}
+			}
+		}
+	}
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// result sorts the groups and resolves the names of what it shows: the
+// functions of stack keys and the representatives' trees.
+func (a *aggregator) result(n *names) (*topResult, error) {
+	res := &topResult{By: a.by, Reports: a.reports, Incidents: a.incidents}
+	keyFunc := func(key string) (string, error) {
+		if key == "" {
+			return "", nil
+		}
+		if f, ok := a.keyFuncs[key]; ok {
+			return f, nil
+		}
+		id, ok := keyID(key)
+		if !ok {
+			return "", nil
+		}
+		f := reportFrame{}
+		f.ID = id
+		name, _, _, ok := n.function(&f)
+		if !ok {
+			return "", n.unnamed("stack key "+key, id)
+		}
+		return name, nil
+	}
+	for _, g := range a.groups {
+		tg := topGroup{
+			Key:     g.key,
+			Count:   g.count,
+			TotalMs: g.total,
+			P50Ms:   percentile(g.costs, g.count, 50),
+			P95Ms:   percentile(g.costs, g.count, 95),
+			MaxMs:   g.max,
+			Details: topCounted(g.details, 0),
+		}
+		if !g.first.IsZero() {
+			tg.FirstSeen = g.first.Format(time.RFC3339Nano)
+			tg.LastSeen = g.last.Format(time.RFC3339Nano)
+		}
+		r := g.rep
+		tree, err := resolveTree(g.repPos, r.frames(), n, true)
+		if err != nil {
+			return nil, err
+		}
+		tg.Representative = representative{Source: g.repPos, CostMs: r.Cost, Detail: r.Detail, Scene: r.Scene, StackKey: r.StackKey, Time: r.Time, Tree: tree}
+		if tg.Function, err = keyFunc(r.StackKey); err != nil {
+			return nil, err
+		}
+		others := topCounted(g.others, topShown)
+		if a.by == byScene {
+			for i := range others {
+				if others[i].Function, err = keyFunc(others[i].Value); err != nil {
+					return nil, err
+				}
+			}
+			tg.StackKeys = others
+		} else {
+			tg.Scenes = others
+		}
+		res.Groups = append(res.Groups, tg)
+	}
+	slices.SortFunc(res.Groups, func(x, y topGroup) int {
+		return cmp.Or(cmp.Compare(y.TotalMs, x.TotalMs), cmp.Compare(y.Count, x.Count), strings.Compare(x.Key, y.Key))
+	})
+	return res, nil
+}
+
+// percentile returns the p-th percentile (nearest rank: the smallest cost
+// at least p % of the incidents do not exceed) of a histogram of n costs.
+func percentile(hist map[int64]int, n int, p float64) int64 {
+	if n == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(n)))
+	rank = min(max(rank, 1), n)
+	costs := make([]int64, 0, len(hist))
+	for c := range hist {
+		costs = append(costs, c)
+	}
+	slices.Sort(costs)
+	seen := 0
+	for _, c := range costs {
+		seen += hist[c]
+		if seen >= rank {
+			return c
+		}
+	}
+	return costs[len(costs)-1]
+}
+
+// topCounted returns the values of m by count, largest first, at most
+// limit of them (all if limit is 0).
+func topCounted(m map[string]int, limit int) []counted {
+	out := make([]counted, 0, len(m))
+	for v, c := range m {
+		out = append(out, counted{Value: v, Count: c})
+	}
+	slices.SortFunc(out, func(x, y counted) int {
+		return cmp.Or(cmp.Compare(y.Count, x.Count), strings.Compare(x.Value, y.Value))
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// errNoIncidents is returned for input without any incident.
+var errNoIncidents = errors.New("no incidents")
+
+// aggregate reads the reports of inputs (stdin when none) and groups them.
+func aggregate(inputs []string, stdin io.Reader, by string, n *names) (*topResult, error) {
+	if by != byStackKey && by != byScene {
+		return nil, fmt.Errorf("unknown grouping %q: want stackKey or scene", by)
+	}
+	a := newAggregator(by)
+	err := eachLine(inputs, stdin, func(pos string, line []byte, complete bool) error {
+		r := new(report)
+		if err := decodeReport(pos, line, complete, r); err != nil {
+			return err
+		}
+		a.add(pos, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := noIncidents(a.reports, a.incidents); err != nil {
+		return nil, err
+	}
+	return a.result(n)
+}
+
+// noIncidents explains input without incidents.
+func noIncidents(reports, incidents int) error {
+	switch {
+	case reports == 0:
+		return fmt.Errorf("%w: the input is empty (no reports)", errNoIncidents)
+	case incidents == 0:
+		return fmt.Errorf("%w: none of the %d reports is a slow call, lag, ANR or slow start-up (tag Trace_EvilMethod)", errNoIncidents, reports)
+	}
+	return nil
+}
+
+// top prints incidents grouped by stack key or scene.
+func top(cfg *config, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := newFlagSet("top", stdout)
+	by := fs.String("by", byStackKey, "group by stackKey or scene")
+	asJSON := fs.Bool("json", false, "print JSON")
+	mapPath := fs.String("map", cfg.mapPath, "method mapping file for frames the reports do not name")
+	if err := fs.Parse(args); err != nil {
+		return exitError(2)
+	}
+	n, err := newNames(*mapPath, flagSet(fs, "map"))
+	if err != nil {
+		return fmt.Errorf("top: %w", err)
+	}
+	res, err := aggregate(fs.Args(), stdin, *by, n)
+	if err != nil {
+		return fmt.Errorf("top: %w", err)
+	}
+	w := bufio.NewWriter(stdout)
+	if *asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return fmt.Errorf("top: %w", err)
+		}
+	} else {
+		printTop(w, res)
+	}
+	return w.Flush()
+}
+
+// printTop writes the groups for people.
+func printTop(w io.Writer, res *topResult) {
+	fmt.Fprintf(w, "%s in %s by %s (%s read)\n", plural(res.Incidents, "incident", "incidents"),
+		plural(len(res.Groups), "group", "groups"), res.By, plural(res.Reports, "report", "reports"))
+	for i, g := range res.Groups {
+		fmt.Fprintln(w)
+		key := g.Key
+		if key == "" {
+			key = "(none)"
+		}
+		if res.By == byScene {
+			key = fmt.Sprintf("%q", g.Key)
+		}
+		fmt.Fprintf(w, "%d. %s %s", i+1, res.By, key)
+		if g.Function != "" {
+			fmt.Fprintf(w, "  %s", g.Function)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "   count %d  total %dms  p50 %dms  p95 %dms  max %dms\n", g.Count, g.TotalMs, g.P50Ms, g.P95Ms, g.MaxMs)
+		fmt.Fprintf(w, "   details %s\n", countedList(g.Details, false))
+		if len(g.Scenes) > 0 {
+			fmt.Fprintf(w, "   scenes  %s\n", countedList(g.Scenes, true))
+		}
+		if len(g.StackKeys) > 0 {
+			fmt.Fprintf(w, "   keys    %s\n", countedList(g.StackKeys, false))
+		}
+		if g.FirstSeen != "" {
+			fmt.Fprintf(w, "   first %s  last %s\n", g.FirstSeen, g.LastSeen)
+		}
+		r := g.Representative
+		fmt.Fprintf(w, "   costliest: %dms %s %q %s (%s)\n", r.CostMs, r.Detail, r.Scene, r.Time, r.Source)
+		if len(r.Tree) == 0 {
+			fmt.Fprintf(w, "     no call tree\n")
+		}
+		printTree(w, "   ", r.Tree)
+	}
+}
+
+// plural returns "1 one" or "n many".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func countedList(cs []counted, quote bool) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		v := c.Value
+		switch {
+		case quote:
+			v = fmt.Sprintf("%q", v)
+		case v == "":
+			v = "(none)"
+		}
+		if c.Function != "" {
+			v += " " + c.Function
+		}
+		parts[i] = fmt.Sprintf("%s ×%d", v, c.Count)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,456 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+	"github.com/matrixgo/matrix/tracer"
+)
+
+const kindsReports = "testdata/reports/kinds.jsonl"
+
+// mx runs matrixexec with args and returns its exit code, stdout and stderr.
+func mx(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func frame(depth int, id uint32, cost int64, fn string) reportFrame {
+	return reportFrame{Frame: tracer.Frame{Depth: depth, ID: id, Count: 1, Cost: cost, Func: fn}}
+}
+
+func TestSelfTimes(t *testing.T) {
+	frames := []reportFrame{
+		frame(0, 1048574, 100, "DISPATCH"),
+		frame(1, 1, 90, "a"),
+		frame(2, 2, 30, "b"),
+		frame(3, 3, 30, "c"), // all of b
+		frame(2, 4, 20, "d"),
+		frame(2, 5, 70, "e"), // a goroutine that outlived a: a's children sum to 120
+		frame(1, 6, 4, "f"),
+		frame(0, 1048574, 7, "DISPATCH"), // a second root (a nested dispatch)
+		frame(2, 7, 5, "g"),              // a depth jump still hangs below the last shallower node
+	}
+	frames[5].Kind = frameKindGoroutine
+	nodes, err := resolveTree("x:1", frames, &names{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var self []int64
+	var parent []int
+	for _, n := range nodes {
+		self = append(self, n.Self)
+		parent = append(parent, n.Parent)
+	}
+	if want := []int64{6, 0, 0, 30, 20, 70, 4, 2, 5}; !reflect.DeepEqual(self, want) {
+		t.Errorf("self = %v, want %v", self, want)
+	}
+	if want := []int{-1, 0, 1, 2, 1, 1, 0, -1, 7}; !reflect.DeepEqual(parent, want) {
+		t.Errorf("parent = %v, want %v", parent, want)
+	}
+	if nodes[5].Name != "go e" {
+		t.Errorf("goroutine node named %q, want %q", nodes[5].Name, "go e")
+	}
+}
+
+func TestResolveTreeKinds(t *testing.T) {
+	frames := []reportFrame{
+		frame(0, 1048574, 10, ""),
+		frame(1, 1, 10, ""),
+		frame(2, 1, 4, "example.com/a.f"),
+		frame(2, 2, 3, "example.com/a.g"),
+		frame(2, 3, 2, "example.com/a.h"),
+		frame(2, 4, 1, ""),
+	}
+	frames[2].Kind, frames[2].Reason, frames[2].File, frames[2].Line = frameKindWait, "chan receive", "a.go", 7
+	frames[3].Kind = frameKindGoroutine
+	frames[4].Kind = frameKindInline
+	frames[5].Kind = frameKindWait // no reason
+	mapFile := writeMap(t, "1 func example.com/a handler /src/a/a.go:3\n")
+	n, err := newNames(mapFile, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := resolveTree("x:1", frames, n, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, nd := range nodes {
+		got = append(got, nd.Name+" "+nd.pos())
+	}
+	want := []string{"DISPATCH ", "example.com/a.handler /src/a/a.go:3", "[chan receive] a.go:7", "go example.com/a.g ", "example.com/a.h ", "[wait] "}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("names = %q, want %q", got, want)
+	}
+
+	frames[4].Kind = "teleport"
+	if _, err := resolveTree("r.jsonl:3", frames, n, true); err == nil || !strings.Contains(err.Error(), `r.jsonl:3: frame of unknown kind "teleport"`) {
+		t.Errorf("unknown kind: err = %v", err)
+	}
+	frames[4].Kind = ""
+	frames[1].ID = 99
+	if _, err := resolveTree("r.jsonl:3", frames, n, true); err == nil || !strings.Contains(err.Error(), "function id 99 has no name in the report nor in the map") {
+		t.Errorf("id missing from the map: err = %v", err)
+	}
+	lenient, err := resolveTree("r.jsonl:3", frames, n, false)
+	if err != nil || lenient[1].Name != "id 99" {
+		t.Errorf("lenient: %v, %+v", err, lenient[1])
+	}
+}
+
+// writeMap writes a method mapping file with the given entries.
+func writeMap(t *testing.T, entries string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "methodMapping.txt")
+	data := "# matrix method mapping v1 id=5b0d6a3e-53a8-4f7c-9a55-0d4a9c1f2e11\n# <id> <kind> <pkgpath> <func> <file:line>\n" + entries
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPercentile(t *testing.T) {
+	hist := func(costs ...int64) (map[int64]int, int) {
+		h := map[int64]int{}
+		for _, c := range costs {
+			h[c]++
+		}
+		return h, len(costs)
+	}
+	var hundred []int64
+	for i := int64(100); i >= 1; i-- {
+		hundred = append(hundred, i)
+	}
+	for _, tc := range []struct {
+		costs    []int64
+		p50, p95 int64
+	}{
+		{[]int64{800}, 800, 800},
+		{[]int64{910, 1210}, 910, 1210},
+		{[]int64{5, 1, 3}, 3, 5},
+		{[]int64{7, 7, 7, 7, 100}, 7, 100},
+		{hundred, 50, 95},
+	} {
+		h, n := hist(tc.costs...)
+		if p50, p95 := percentile(h, n, 50), percentile(h, n, 95); p50 != tc.p50 || p95 != tc.p95 {
+			t.Errorf("%v: p50 %d p95 %d, want %d %d", tc.costs, p50, p95, tc.p50, tc.p95)
+		}
+	}
+	if p := percentile(map[int64]int{}, 0, 50); p != 0 {
+		t.Errorf("empty: %d", p)
+	}
+}
+
+func TestTopGroups(t *testing.T) {
+	code, out, errs := mx(t, "", "top", "-json", kindsReports)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res topResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Reports != 5 || res.Incidents != 4 || res.By != "stackKey" {
+		t.Errorf("reports %d incidents %d by %s, want 5, 4, stackKey", res.Reports, res.Incidents, res.By)
+	}
+	type row struct {
+		Key, Function          string
+		Count                  int
+		Total, P50, P95, Max   int64
+		First, Last, RepSource string
+	}
+	var got []row
+	for _, g := range res.Groups {
+		got = append(got, row{g.Key, g.Function, g.Count, g.TotalMs, g.P50Ms, g.P95Ms, g.MaxMs, g.FirstSeen, g.LastSeen, g.Representative.Source})
+	}
+	want := []row{
+		{"20|", "example.com/shop.(*inventory).reserve", 1, 5020, 5020, 5020, 5020, "2026-11-20T09:30:00Z", "2026-11-20T09:30:00Z", kindsReports + ":3"},
+		{"12|", "example.com/shop.queryOrders", 2, 2120, 910, 1210, 1210, "2026-11-20T09:14:03.12Z", "2026-11-20T09:20:41.5Z", kindsReports + ":1"},
+		{"", "", 1, 2010, 2010, 2010, 2010, "2026-11-20T09:29:57Z", "2026-11-20T09:29:57Z", kindsReports + ":4"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("groups:\n got %+v\nwant %+v", got, want)
+	}
+	if g := res.Groups[1]; len(g.Representative.Tree) != 9 || !reflect.DeepEqual(g.Scenes, []counted{{Value: "GET /orders", Count: 2}}) ||
+		!reflect.DeepEqual(g.Details, []counted{{Value: "NORMAL", Count: 2}}) {
+		t.Errorf("group 12|: %d nodes, scenes %+v, details %+v", len(g.Representative.Tree), g.Scenes, g.Details)
+	}
+
+	// By scene, from stdin.
+	data, err := os.ReadFile(kindsReports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = mx(t, string(data), "top", "-by", "scene")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"4 incidents in 2 groups by scene (5 reports read)",
+		`1. scene "GET /block"  example.com/shop.(*inventory).reserve`,
+		"   count 2  total 7030ms  p50 2010ms  p95 5020ms  max 5020ms",
+		"   details ANR ×1, LAG ×1",
+		"   keys    (none) ×1, 20| example.com/shop.(*inventory).reserve ×1",
+		`2. scene "GET /orders"  example.com/shop.queryOrders`,
+		"      148ms        [sync.Mutex.Lock]  shop/main.go:14",
+		"      400ms      go example.com/shop.fetchPrices.func1  shop/prices.go:30",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("top -by scene: no line %q in\n%s", want, out)
+		}
+	}
+}
+
+// TestTopStreaming checks that top keeps the costliest report of a group
+// and counts every incident when reports arrive in any order.
+func TestTopStreaming(t *testing.T) {
+	var b strings.Builder
+	for i := range 1000 {
+		cost := 700 + (i*7919)%1000 // a permutation of 700..1699
+		b.WriteString(`{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"s","cost":` + strconv.Itoa(cost) + `,"stackKey":"5|","frames":[{"depth":0,"id":1048574,"count":1,"cost":` + strconv.Itoa(cost) + `,"func":"DISPATCH"},{"depth":1,"id":5,"count":1,"cost":` + strconv.Itoa(cost) + `,"func":"p.f"}]}` + "\n")
+	}
+	res, err := aggregate([]string{"-"}, strings.NewReader(b.String()), byStackKey, &names{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Groups[0]
+	if len(res.Groups) != 1 || g.Count != 1000 || g.MaxMs != 1699 || g.P50Ms != 1199 || g.P95Ms != 1649 || g.Representative.CostMs != 1699 || g.Function != "p.f" {
+		t.Errorf("groups %d: %+v", len(res.Groups), g)
+	}
+}
+
+func TestPprofProfile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "p.pb.gz")
+	code, _, errs := mx(t, "", "pprof", "-o", out, kindsReports)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "wrote "+out+": 4 incidents") || !strings.Contains(errs, "1 incident without a call tree left out") {
+		t.Errorf("stderr: %s", errs)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{p.SampleType[0].Type + "/" + p.SampleType[0].Unit, p.SampleType[1].Type + "/" + p.SampleType[1].Unit}; !reflect.DeepEqual(got, []string{"wall/milliseconds", "count/count"}) {
+		t.Errorf("sample types %v", got)
+	}
+	// Per leaf function: self wall time and incidents blamed on it, and
+	// one call path with its labels.
+	flat := map[string][2]int64{}
+	paths := map[string]string{}
+	total := int64(0)
+	for _, s := range p.Sample {
+		leaf := s.Location[0].Line[0].Function.Name
+		v := flat[leaf]
+		flat[leaf] = [2]int64{v[0] + s.Value[0], v[1] + s.Value[1]}
+		total += s.Value[0]
+		var path []string
+		for _, l := range s.Location {
+			path = append(path, l.Line[0].Function.Name)
+		}
+		paths[leaf] = strings.Join(path, " < ") + " " + s.Label["scene"][0] + " " + s.Label["detail"][0] + " " + s.Label["stackKey"][0]
+	}
+	want := map[string][2]int64{
+		"DISPATCH":                              {5 + 3 + 0, 0},
+		"example.com/shop.ordersHandler":        {5 + 205, 0},
+		"example.com/shop.loadUser":             {2, 0},
+		"[sync.Mutex.Lock]":                     {148 + 5019, 0},
+		"[sleep]":                               {650 + 700, 0},
+		"example.com/shop.queryOrders":          {0, 2},
+		"go example.com/shop.fetchPrices.func1": {20, 0},
+		"example.com/shop.price":                {380, 0},
+		"example.com/shop.render":               {2, 0},
+		"example.com/shop.(*inventory).reserve": {1, 1},
+	}
+	if !reflect.DeepEqual(flat, want) {
+		t.Errorf("flat:\n got %v\nwant %v", flat, want)
+	}
+	// The wall total is the sum of the incidents' roots: self times add
+	// up to the trees' costs.
+	if total != 1210+910+5020 {
+		t.Errorf("total wall %d, want %d", total, 1210+910+5020)
+	}
+	if got, want := paths["example.com/shop.price"], "example.com/shop.price < go example.com/shop.fetchPrices.func1 < example.com/shop.ordersHandler < DISPATCH GET /orders NORMAL 12|"; got != want {
+		t.Errorf("path %q, want %q", got, want)
+	}
+	var wait *profile.Location
+	for _, l := range p.Location {
+		if l.Line[0].Function.Name == "[sync.Mutex.Lock]" && l.Line[0].Line == 14 {
+			wait = l
+		}
+	}
+	if wait == nil || wait.Line[0].Function.Filename != "shop/main.go" {
+		t.Errorf("no location [sync.Mutex.Lock] at shop/main.go:14: %v", wait)
+	}
+}
+
+// TestMixedVersions reads reports of an older layout (only "stack", no
+// names: resolved from the map) with current ones.
+func TestMixedVersions(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.jsonl")
+	write(t, old, `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"GET /x","cost":900,"stack":"0,1048574,1,900\n1,1,1,900\n2,2,1,850\n","stackKey":"2|"}`+"\n")
+	mapFile := writeMap(t, "1 func example.com/app handle /src/app/main.go:7\n2 method example.com/app (*DB).Query /src/app/db.go:12\n")
+	code, out, errs := mx(t, "", "top", "-map", mapFile, old, kindsReports)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"5 incidents in 4 groups", "stackKey 2|  example.com/app.(*DB).Query", "850ms      example.com/app.(*DB).Query  /src/app/db.go:12"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	p := filepath.Join(dir, "p.pb.gz")
+	if code, _, errs := mx(t, "", "pprof", "-map", mapFile, "-o", p, old, kindsReports); code != 0 {
+		t.Fatalf("pprof: exit %d: %s", code, errs)
+	}
+}
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBadInput: every command fails with a message naming the problem, a
+// non-zero exit, and no output file, or the previous one left alone.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile(kindsReports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		// The writer stopped in the middle of the last line.
+		"truncated.jsonl": string(good) + `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"GET /x","cost":900,"frames":[{"depth":0,"id":1048574,"co`,
+		// A field of another type: written by a different version.
+		"layout.jsonl": string(good) + `{"tag":"Trace_EvilMethod","detail":"NORMAL","cost":"900ms"}` + "\n",
+		// No names and no map: a binary that did not know its functions.
+		"unnamed.jsonl": `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"GET /x","cost":900,"stack":"0,1048574,1,900\n1,1,1,900\n","stackKey":"1|"}` + "\n",
+		"empty.jsonl":   "\n\n",
+		"startup.jsonl": `{"tag":"Trace_StartUp","startup_duration":40}` + "\n",
+		"text.jsonl":    "Trace_EvilMethod  detail=\"NORMAL\"\n",
+		"notag.jsonl":   `{"cost":5}` + "\n",
+		"kind.jsonl":    `{"tag":"Trace_EvilMethod","cost":5,"frames":[{"depth":0,"id":1048574,"cost":5,"func":"DISPATCH","kind":"teleport"}]}` + "\n",
+		"good.jsonl":    string(good),
+	}
+	for name, data := range files {
+		write(t, filepath.Join(dir, name), data)
+	}
+	in := func(name string) string { return filepath.Join(dir, name) }
+	otherMap := writeMap(t, "7 func example.com/other f /src/o.go:1\n")
+	cases := []struct {
+		name string
+		args []string // after the command and its -o
+		want string
+	}{
+		{"truncated", []string{in("truncated.jsonl")}, "truncated.jsonl:6: truncated report: the file ends inside it"},
+		{"layout", []string{in("layout.jsonl")}, "layout.jsonl:6: a report of another layout (written by another version?)"},
+		{"unnamed", []string{"-map", "", in("unnamed.jsonl")}, "function id 1 has no name: the report comes from a binary that did not know its functions' names (another build?) and there is no map; give the method mapping file of the build that made it with -map FILE"},
+		{"other map", []string{"-map", otherMap, in("unnamed.jsonl")}, "function id 1 has no name in the report nor in the map " + otherMap + ": the report comes from another build"},
+		{"missing map", []string{"-map", in("nomap.txt"), in("good.jsonl")}, "map: idalloc: load map: open " + in("nomap.txt")},
+		{"empty", []string{in("empty.jsonl")}, "no incidents: the input is empty (no reports)"},
+		{"no incidents", []string{in("startup.jsonl")}, "no incidents: none of the 1 reports is a slow call, lag, ANR or slow start-up"},
+		{"text", []string{in("text.jsonl")}, "text.jsonl:1: not a JSON report"},
+		{"no tag", []string{in("notag.jsonl")}, `notag.jsonl:1: not a Matrix report: no "tag" field`},
+		{"kind", []string{in("kind.jsonl")}, `kind.jsonl:1: frame of unknown kind "teleport" (a report from a newer version? update matrixexec)`},
+		{"no file", []string{in("absent.jsonl")}, "read input: open " + in("absent.jsonl")},
+	}
+	for _, cmd := range []string{"pprof", "html", "top"} {
+		for _, tc := range cases {
+			t.Run(cmd+"/"+tc.name, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "out")
+				write(t, out, "previous")
+				args := []string{cmd}
+				if cmd != "top" {
+					args = append(args, "-o", out)
+				}
+				args = append(args, tc.args...)
+				code, stdout, stderr := mx(t, "", args...)
+				if code == 0 || !strings.Contains(stderr, "matrixexec: "+cmd+": ") || !strings.Contains(stderr, tc.want) {
+					t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, tc.want)
+				}
+				if cmd == "top" && stdout != "" {
+					t.Errorf("top printed %q", stdout)
+				}
+				if got, _ := os.ReadFile(out); string(got) != "previous" {
+					t.Errorf("output changed to %q", got)
+				}
+				leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*"))
+				if len(leftovers) > 0 {
+					t.Errorf("left behind %v", leftovers)
+				}
+			})
+		}
+	}
+
+	// Outputs that cannot be written: nothing is left behind.
+	for _, cmd := range []string{"pprof", "html"} {
+		for _, o := range []string{filepath.Join(dir, "no", "such", "dir", "out"), filepath.Join(dir, "good.jsonl", "out"), dir} {
+			code, _, stderr := mx(t, "", cmd, "-o", o, in("good.jsonl"))
+			if code == 0 || !strings.Contains(stderr, "matrixexec: "+cmd+": cannot write "+o) {
+				t.Errorf("%s -o %s: exit %d, stderr %q", cmd, o, code, stderr)
+			}
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	want := []string{"empty.jsonl", "good.jsonl", "kind.jsonl", "layout.jsonl", "notag.jsonl", "startup.jsonl", "text.jsonl", "truncated.jsonl", "unnamed.jsonl"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("directory holds %v, want %v", names, want)
+	}
+}
+
+func TestHTMLPage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.html")
+	hostile := filepath.Join(t.TempDir(), "hostile.jsonl")
+	write(t, hostile, `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"GET /<script>alert(1)</script>","cost":900,"stackKey":"5|","frames":[{"depth":0,"id":1048574,"count":1,"cost":900,"func":"DISPATCH"},{"depth":1,"id":5,"count":1,"cost":900,"func":"p.</script><img src=x onerror=alert(2)>"}]}`+"\n")
+	code, _, errs := mx(t, "", "html", "-o", out, kindsReports, hostile)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(data)
+	for _, want := range []string{
+		"example.com/shop.queryOrders",
+		`<tr class="group" data-index="0"`,
+		"GET /&lt;script&gt;alert(1)&lt;/script&gt;",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<script>alert(1)", "<img src=x", "</script><img", "http://", "https://"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if n := strings.Count(page, "<script"); n != 2 {
+		t.Errorf("%d script elements, want 2 (the data and the code)", n)
+	}
+}
