@@ -111,15 +111,32 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 // mapOwner); the map at the default location must belong to it, while an
 // explicitly named map (-map, MATRIX_MAP) may be shared on purpose.
 func (cfg *config) openMap() (*idalloc.Map, error) {
-	m, err := idalloc.OpenWith(cfg.mapPath, idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet})
+	m, err := idalloc.OpenWith(cfg.mapPath, cfg.mapOptions())
 	return m, mapError(err)
 }
 
 // mapIdentity returns the identity of the id map, which it opens (or
 // creates) and checks like openMap but without reading its records.
 func (cfg *config) mapIdentity() (string, error) {
-	id, _, err := idalloc.Identify(cfg.mapPath, idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet})
+	id, _, err := idalloc.Identify(cfg.mapPath, cfg.mapOptions())
 	return id, mapError(err)
+}
+
+// mapOptions are the options the map is opened with: its owner, checked
+// unless the map was named explicitly, and the directory of high-water
+// marks that gives a map restored to an earlier content a new identity.
+func (cfg *config) mapOptions() idalloc.Options {
+	return idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet, MarkDir: userCacheDir("maps")}
+}
+
+// userCacheDir returns the directory sub of matrixexec's part of the
+// user's cache directory, or "" if there is none.
+func userCacheDir(sub string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "matrix", sub)
 }
 
 // mapError adds to an error of the map what matrixexec offers to fix it.
