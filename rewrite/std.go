@@ -42,6 +42,10 @@ var stdHooks = map[string][]stdHook{
 		// The route pattern is the scene, named as soon as the mux has
 		// matched it (so a stuck request's lag report has it too); with
 		// nested muxes the innermost, most specific pattern is the last.
+		// A server entering its accept loop: the service is ready.
+		{recv: "Server", name: "Serve", stmt: func([]string) string {
+			return "__matrix_serving(); "
+		}},
 		{recv: "ServeMux", name: "findHandler", results: []string{"h", "patStr"}, stmt: func(p []string) string {
 			return "if __matrix_on.v != 0 { defer func() { if patStr != \"\" { __matrix_scene(patStr) } }() }; "
 		}},
@@ -73,6 +77,9 @@ func __matrix_end(d __matrix_unsafe.Pointer, scene string)
 
 //go:linkname __matrix_scene runtime.matrixDispatchScene
 func __matrix_scene(scene string)
+
+//go:linkname __matrix_serving runtime.matrixServing
+func __matrix_serving()
 `
 
 // HasStdHooks reports whether PatchStd changes package pkg.

@@ -19,11 +19,15 @@ import (
 // beatPkg is the recorder's public package. Under matrixexec its plain
 // (no-op) binding to the runtime is swapped for the linked one.
 const (
-	beatPkg         = blacklist.SelfModule + "/beat"
-	beatPlainFile   = "runtime_plain.go"
-	beatLinkedFile  = "runtime_linked.go"
-	testMainFile    = "_testmain.go"
-	compileToolName = "compile"
+	beatPkg        = blacklist.SelfModule + "/beat"
+	beatPlainFile  = "runtime_plain.go"
+	beatLinkedFile = "runtime_linked.go"
+	// The start-up tracer's binding to the runtime's serve hook.
+	tracerPkg        = blacklist.SelfModule + "/tracer"
+	tracerPlainFile  = "serve_plain.go"
+	tracerLinkedFile = "serve_linked.go"
+	testMainFile     = "_testmain.go"
+	compileToolName  = "compile"
 )
 
 // compile instruments one package and runs the real compiler on the result.
@@ -57,8 +61,11 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		newFiles, err = rewrite.PatchStd(pkg, files, tmp)
 		log.Debug().Err(err).Msg("added dispatch hooks")
 	case pkg == beatPkg:
-		newFiles = linkBeat(files)
+		newFiles = linkFiles(files, beatPlainFile, beatLinkedFile)
 		log.Debug().Msg("linked beat to the runtime")
+	case pkg == tracerPkg:
+		newFiles = linkFiles(files, tracerPlainFile, tracerLinkedFile)
+		log.Debug().Msg("linked the tracer to the runtime")
 	default:
 		newFiles, err = instrument(cfg, pkg, args[:first], files, tmp)
 	}
@@ -119,13 +126,13 @@ func trimTemp(flags []string, dir string) []string {
 	return append(out, "-trimpath", rule)
 }
 
-// linkBeat swaps the beat package's no-op runtime binding for the one that
-// reaches the patched runtime.
-func linkBeat(files []string) []string {
+// linkFiles swaps a package's no-op runtime binding (the file plain) for the
+// one that reaches the patched runtime (linked): beat's, the tracer's.
+func linkFiles(files []string, plain, linked string) []string {
 	out := make([]string, len(files))
 	for i, f := range files {
-		if filepath.Base(f) == beatPlainFile {
-			f = filepath.Join(filepath.Dir(f), beatLinkedFile)
+		if filepath.Base(f) == plain {
+			f = filepath.Join(filepath.Dir(f), linked)
 		}
 		out[i] = f
 	}
