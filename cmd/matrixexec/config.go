@@ -79,12 +79,21 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	cfg.mapSet = cfg.mapPath != ""
 	cfg.debugHooks = getenv("MATRIX_DEBUG_HOOKS") == "1"
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
-		root := moduleRoot(getenv)
+		dir := filepath.Join(moduleRoot(getenv), defaultDir)
+		if !inModule(getenv) {
+			// A build outside any module (GOPATH mode, go run file.go
+			// in a bare directory) has no module to keep a map with:
+			// the map goes to the user's cache, not to whatever the
+			// current directory is ($HOME, /tmp).
+			if c := userCacheDir("nomodule"); c != "" {
+				dir = c
+			}
+		}
 		if cfg.mapPath == "" {
-			cfg.mapPath = filepath.Join(root, defaultDir, defaultMap)
+			cfg.mapPath = filepath.Join(dir, defaultMap)
 		}
 		if cfg.blacklistPath == "" {
-			cfg.blacklistPath = filepath.Join(root, defaultDir, defaultBlacklist)
+			cfg.blacklistPath = filepath.Join(dir, defaultBlacklist)
 		}
 	}
 	for _, p := range []*string{&cfg.mapPath, &cfg.blacklistPath} {
@@ -213,6 +222,20 @@ func moduleRoot(getenv func(string) string) string {
 		return mod
 	}
 	return wd
+}
+
+// inModule reports whether the build has a main module or workspace: module
+// mode is on and a go.mod or go.work is found from the current directory
+// up (or GOWORK names one).
+func inModule(getenv func(string) string) bool {
+	if getenv("GO111MODULE") == "off" {
+		return false
+	}
+	if w := getenv("GOWORK"); w != "" && w != "off" && filepath.IsAbs(w) {
+		return true
+	}
+	root := moduleRoot(getenv)
+	return exists(filepath.Join(root, "go.mod")) || (getenv("GOWORK") != "off" && exists(filepath.Join(root, "go.work")))
 }
 
 func exists(path string) bool {
