@@ -191,7 +191,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	if len(plan.Skips) > 0 {
 		skips := make([]idalloc.Skip, len(plan.Skips))
 		for i, s := range plan.Skips {
-			skips[i] = idalloc.Skip{Name: s.Name, Reason: s.Reason, Pos: s.Pos}
+			skips[i] = idalloc.Skip{Name: s.Name, Reason: s.Reason, Pos: cfg.mapPos(s.Pos)}
 		}
 		if err := m.RecordSkipped(pkg, skips); err != nil {
 			return nil, mapError(err)
@@ -203,7 +203,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	}
 	funcs := make([]idalloc.Func, len(plan.Funcs))
 	for i, f := range plan.Funcs {
-		funcs[i] = idalloc.Func{Name: f.Name, Kind: idalloc.Kind(f.Kind), Pos: f.Pos}
+		funcs[i] = idalloc.Func{Name: f.Name, Kind: idalloc.Kind(f.Kind), Pos: cfg.mapPos(f.Pos)}
 	}
 	ids, err := m.Allocate(pkg, funcs)
 	if err != nil {
@@ -291,4 +291,41 @@ func pgoProfile(flags []string) (*pgohot.Profile, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
+}
+
+// mapPos returns the position of a function as the map and the skipped
+// file keep it: the same on every machine, so that a committed map does
+// not change with the checkout's directory or name the user's home. A file
+// of a dependency in the module cache is "<module>@<version>/file.go:line"
+// (its directory in the module cache), one of the main module (or workspace) is
+// relative to its root, one of the standard library relative to
+// GOROOT/src. Anything else (a replace directory outside the module) and
+// positions that are already relative are kept as they are. The binary
+// keeps the compiler's own file names, so reports still point at the
+// files.
+func (cfg *config) mapPos(pos string) string {
+	if !filepath.IsAbs(pos) {
+		return pos
+	}
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, base := range []string{getenv("GOMODCACHE"), goRootSrc(getenv), moduleRoot(getenv)} {
+		if base == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(base, pos); err == nil && filepath.IsLocal(rel) {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return pos
+}
+
+// goRootSrc returns GOROOT/src as cmd/go tells its tools, or "".
+func goRootSrc(getenv func(string) string) string {
+	if r := getenv("GOROOT"); r != "" {
+		return filepath.Join(r, "src")
+	}
+	return ""
 }
