@@ -212,6 +212,7 @@ type Map struct {
 	owner    Owner
 	header   string // the header line including its newline
 	lock     *lockedfile.Mutex
+	markDir  string // Options.MarkDir
 
 	mu     sync.Mutex        // guards the fields below
 	end    int64             // length of the validated part (ends with a newline)
@@ -235,6 +236,12 @@ type Options struct {
 	// existing map whose recorded owner shares no module with Owner. A map
 	// without a recorded owner, or a zero Owner, passes.
 	CheckOwner bool
+	// MarkDir, if set, is a directory outside the map (the user's cache)
+	// where the last record of each map identity is kept. A map that has
+	// lost the record marked for its identity (restored to an earlier
+	// content) is given a new identity when it is opened, so that packages
+	// compiled with the ids it had are never mixed with ids allocated anew.
+	MarkDir string
 }
 
 // OpenWith opens the map at path, creating it (and its directory) with a
@@ -252,6 +259,10 @@ func OpenWith(path string, opts Options) (*Map, error) {
 		skipPath: path + ".skipped",
 	}
 	m.lock = lockedfile.MutexAt(m.lockPath)
+	m.markDir = opts.MarkDir
+	if err := m.reconcile(opts.MarkDir); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := m.create(opts.Owner); err != nil {
@@ -299,10 +310,13 @@ func Identify(path string, opts Options) (identity string, owner Owner, err erro
 	if err := opts.Owner.check(); err != nil {
 		return "", Owner{}, err
 	}
+	m := &Map{path: path, lockPath: path + ".lock", skipPath: path + ".skipped"}
+	m.lock = lockedfile.MutexAt(m.lockPath)
+	if err := m.reconcile(opts.MarkDir); err != nil {
+		return "", Owner{}, err
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		m := &Map{path: path, lockPath: path + ".lock", skipPath: path + ".skipped"}
-		m.lock = lockedfile.MutexAt(m.lockPath)
 		if err := m.create(opts.Owner); err != nil {
 			return "", Owner{}, err
 		}
@@ -546,6 +560,7 @@ func (m *Map) Allocate(pkg string, funcs []Func) ([]uint32, error) {
 		if err := appendAt(f, m.end+int64(len(tail)), m.end+int64(complete), buf); err != nil {
 			return nil, appendError("append to map", m.path, err)
 		}
+		writeMark(m.markDir, m.identity, string(buf[bytes.LastIndexByte(buf[:len(buf)-1], '\n')+1:len(buf)-1]), false)
 	} else if appendedByOthers == 0 {
 		return ids, nil
 	}

@@ -3,7 +3,6 @@ package integration
 import (
 	"bufio"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -132,9 +131,9 @@ func TestSlowStartupReport(t *testing.T) {
 	if s.ProcessToRuntime+s.Init != s.ApplicationCreate {
 		t.Errorf("process_to_runtime %d + init %d != application_create %d", s.ProcessToRuntime, s.Init, s.ApplicationCreate)
 	}
-	wallMs := wall.Milliseconds()
-	if math.Abs(float64(s.StartupDuration-wallMs)) > 0.10*float64(wallMs) {
-		t.Errorf("startup_duration %d ms, wall time %d ms: more than 10%% apart", s.StartupDuration, wallMs)
+	// The service was started before it answered the first request.
+	if wallMs := wall.Milliseconds(); s.StartupDuration > wallMs {
+		t.Errorf("startup_duration %d ms, more than the %d ms until the first answer", s.StartupDuration, wallMs)
 	}
 	if s.ApplicationCreate < initDelay.Milliseconds() || s.FirstActivityCreate < setupDelay.Milliseconds() {
 		t.Errorf("application_create %d ms (init %v), first_activity_create %d ms (setup %v)", s.ApplicationCreate, initDelay, s.FirstActivityCreate, setupDelay)
@@ -158,8 +157,9 @@ func TestSlowStartupReport(t *testing.T) {
 			t.Errorf("no frame for %s.%s in the STARTUP call tree:\n%s", catalogPkg, fn, raw)
 			continue
 		}
-		if !within(c, initDelay.Milliseconds(), 0.10) {
-			t.Errorf("%s cost %d ms, want %v ± 10%%", fn, c, initDelay)
+		// Each runs the whole delay, within package initialisation.
+		if c < initDelay.Milliseconds()*9/10 || c > s.ApplicationCreate {
+			t.Errorf("%s cost %d ms, want at least %v less the clock's 10%% and at most application_create %d ms", fn, c, initDelay, s.ApplicationCreate)
 		}
 	}
 	if keyFunc != catalogPkg+".fetchIndex" {

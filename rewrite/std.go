@@ -46,6 +46,10 @@ var stdHooks = map[string][]stdHook{
 		{recv: "serverHandler", name: "ServeHTTP", stmt: func([]string) string {
 			return beginEnd(kindHTTP, `"http"`)
 		}},
+		// A server entering its accept loop: the service is ready.
+		{recv: "Server", name: "Serve", stmt: func([]string) string {
+			return "__matrix_serving(); "
+		}},
 		// The route pattern is the scene, named as soon as the mux has
 		// matched it (so a stuck request's lag report has it too); with
 		// nested muxes the innermost, most specific pattern is the last.

@@ -103,8 +103,9 @@ type ANRStats struct {
 //	name, kind   the name it was begun with; custom, http, test, benchmark, frame
 //	threadId     the dispatching goroutine's id (Matrix's field name)
 //	goroutine    the same id
-//	threadStack  the dispatching goroutine's stack, as a panic prints it
-//	             ("goroutine 42 [chan receive, 1 minutes]:\nmain.f(…)\n\t/src/main.go:12 +0x1d\n…")
+//	threadStack  the dispatching goroutine's stack as a panic prints it,
+//	             without argument values, code offsets or addresses:
+//	             ("goroutine 42 [chan receive, 1 minutes]:\nmain.f(...)\n\t/src/main.go:12\n…")
 //	serving      whether the process is still serving: other dispatches
 //	             ended since this one began (false: everything is stuck)
 //	served       how many dispatches ended since this one began
@@ -430,7 +431,7 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 			if scene == "" {
 				scene = s.name
 			}
-			block := goroutineBlock(dump, s.goid)
+			block := scrubStack(goroutineBlock(dump, s.goid))
 			c := map[string]any{
 				"detail":      detail,
 				"cost":        s.age.Milliseconds(),

@@ -36,8 +36,9 @@ func (nopCloser) Close() error { return nil }
 // "stdout" for the process' standard streams (the closer then does
 // nothing), anything else a file that issues are appended to. A new file is
 // created with mode 0600 (owner only: reports name the program's
-// functions); an existing file keeps its permissions. Close the closer
-// after the plugins have stopped.
+// functions); an existing file keeps its permissions. A symbolic link is
+// never followed (O_NOFOLLOW where the system has it), and a file owned by
+// another user is refused. Close the closer after the plugins have stopped.
 func OpenReport(target string) (Listener, io.Closer, error) {
 	switch target {
 	case "":
@@ -47,9 +48,13 @@ func OpenReport(target string) (Listener, io.Closer, error) {
 	case "stdout":
 		return NewJSONListener(os.Stdout), nopCloser{}, nil
 	}
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_APPEND|os.O_WRONLY|oNoFollow, 0o600)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tracer: open report file: %w", err)
+		return nil, nil, fmt.Errorf("tracer: open report file (a symbolic link is not followed): %w", err)
+	}
+	if err := checkReportOwner(f); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("tracer: open report file %s: %w", target, err)
 	}
 	return NewJSONListener(f), f, nil
 }

@@ -103,3 +103,74 @@ func blockedIn(block string) string {
 	}
 	return ""
 }
+
+// scrubStack removes from a goroutine's stack block (as goroutineBlock
+// returns it) everything a report must not carry: the argument words of
+// every call (user data, lengths, pointers), the code offsets and the
+// frame, stack and goroutine addresses that a higher GOTRACEBACK adds. What
+// stays is the header "goroutine N [state]:", each function with "(...)"
+// for its arguments, and each frame's file:line:
+//
+//	goroutine 42 [chan receive]:
+//	main.(*inventory).reserve(...)
+//		/src/main.go:12
+//	created by main.main in goroutine 1
+//		/src/main.go:30
+func scrubStack(block string) string {
+	if block == "" {
+		return ""
+	}
+	lines := strings.Split(block, "\n")
+	for i, line := range lines {
+		switch {
+		case i == 0:
+			// "goroutine N [state]:", or with GOTRACEBACK=system
+			// "goroutine N gp=0x… m=… mp=0x… [state]:".
+			if rest, ok := strings.CutPrefix(line, "goroutine "); ok {
+				id, _, _ := strings.Cut(rest, " ")
+				if j := strings.Index(rest, " ["); j >= 0 {
+					lines[i] = "goroutine " + id + rest[j:]
+				}
+			}
+		case strings.HasPrefix(line, "\t"):
+			// "\t/src/main.go:12 +0x1d", maybe followed by
+			// " fp=0x… sp=0x… pc=0x…". The path may hold spaces; the
+			// offset and the addresses come after the line number.
+			for _, mark := range []string{" +0x", " fp=", " sp=", " pc="} {
+				if j := strings.Index(line, mark); j >= 0 {
+					line = line[:j]
+				}
+			}
+			lines[i] = line
+		default:
+			lines[i] = scrubCall(line)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// scrubCall replaces the argument list of a frame line,
+// "main.f(0x1, {0x2, 0x3})", by "(...)". A line that does not end in an
+// argument list ("created by main.main in goroutine 1",
+// "...additional frames elided...") is returned as it is.
+func scrubCall(line string) string {
+	if !strings.HasSuffix(line, ")") {
+		return line
+	}
+	depth := 0
+	for j := len(line) - 1; j >= 0; j-- {
+		switch line[j] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				if j == 0 {
+					return line
+				}
+				return line[:j] + "(...)"
+			}
+		}
+	}
+	return line
+}

@@ -56,8 +56,9 @@ const (
 // Values of the "scene" field of start-up reports: what made the process
 // ready.
 const (
-	// StartupSceneHTTP: the first request served by the net/http server
-	// (or any other beat.KindHTTP dispatch).
+	// StartupSceneHTTP: a net/http server entered its accept loop
+	// ((*http.Server).Serve), or, if the tracer started after that, the
+	// first request served (any beat.KindHTTP dispatch).
 	StartupSceneHTTP = "http"
 	// StartupSceneReady: a call of Ready.
 	StartupSceneReady = "Ready"
@@ -138,9 +139,12 @@ func startupConfigFromEnv(getenv func(string) string, cfg *TraceConfig) []error 
 //	runtime init   the Go runtime initialised (beat.Startup().RuntimeInit)
 //	main entered   every package init is done and main.main begins
 //	               (beat.Startup().MainEntered)
-//	ready          the first request served by the net/http server (the first
-//	               beat.KindHTTP dispatch to end), or the first call of Ready,
-//	               whichever comes first
+//	ready          a net/http server entered its accept loop
+//	               ((*http.Server).Serve, ListenAndServe, …: the service can
+//	               serve), or the first call of Ready, whichever comes first.
+//	               Waiting for the first request is never start-up. (If no
+//	               tracer was running when Serve was entered, the end of the
+//	               first request served stands in.)
 //
 // Once ready, every StartupTracer that runs (or starts later) reports one
 // issue tagged TagStartUp, with the phases in ms under Matrix's names:
@@ -294,7 +298,20 @@ func (t *StartupTracer) Start(r Reporter) error {
 	}
 	go t.run(r, stop, done)
 	startup.register(t)
+	serveHookOnce.Do(func() { rtSetServeHook(serving) })
 	return nil
+}
+
+var serveHookOnce sync.Once
+
+// serving is run by (*http.Server).Serve as it enters its accept loop: the
+// cold start-up ends there, if a tracer that reports it is registered
+// (outside test binaries, whose tests start servers of their own).
+func serving() {
+	if coldReady.Load() || !startup.anyEnabled() {
+		return
+	}
+	startup.ready(startupNow(), StartupSceneHTTP)
 }
 
 // Stop unregisters the tracer, reports the events still waiting, and stops
@@ -313,7 +330,8 @@ func (t *StartupTracer) Stop() {
 func (t *StartupTracer) DispatchBegin(*beat.Dispatch) {}
 
 // DispatchEnd makes the process ready at the end of the first HTTP
-// dispatch (outside test binaries).
+// dispatch (outside test binaries), when no server was seen entering its
+// accept loop: the tracer started after it did.
 func (t *StartupTracer) DispatchEnd(d *beat.Dispatch) {
 	if coldReady.Load() || d.Kind() != beat.KindHTTP || d.Abandoned() || !t.enabled.Load() || t.testBin() {
 		return
@@ -421,6 +439,19 @@ func (s *startupState) register(t *StartupTracer) {
 		t.coldQueued = true
 		t.send(startupEvent{at: s.coldAt, scene: s.scene})
 	}
+}
+
+// anyEnabled reports whether a registered tracer has its reports on (the
+// condition under which DispatchEnd makes the process ready).
+func (s *startupState) anyEnabled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tracers {
+		if t.enabled.Load() && !t.testBin() {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *startupState) unregister(t *StartupTracer) {

@@ -19,11 +19,15 @@ import (
 // beatPkg is the recorder's public package. Under matrixexec its plain
 // (no-op) binding to the runtime is swapped for the linked one.
 const (
-	beatPkg         = blacklist.SelfModule + "/beat"
-	abiPkg          = blacklist.SelfModule + "/internal/abi"
-	beatPlainFile   = "runtime_plain.go"
-	beatLinkedFile  = "runtime_linked.go"
-	compileToolName = "compile"
+	beatPkg        = blacklist.SelfModule + "/beat"
+	abiPkg         = blacklist.SelfModule + "/internal/abi"
+	beatPlainFile  = "runtime_plain.go"
+	beatLinkedFile = "runtime_linked.go"
+	// The start-up tracer's binding to the runtime's serve hook.
+	tracerPkg        = blacklist.SelfModule + "/tracer"
+	tracerPlainFile  = "serve_plain.go"
+	tracerLinkedFile = "serve_linked.go"
+	compileToolName  = "compile"
 )
 
 // compile instruments one package and runs the real compiler on the result.
@@ -67,8 +71,11 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		if err := checkBeatABI(args[:first]); err != nil {
 			return err
 		}
-		newFiles = linkBeat(files)
+		newFiles = linkFiles(files, beatPlainFile, beatLinkedFile)
 		log.Debug().Msg("linked beat to the runtime")
+	case pkg == tracerPkg:
+		newFiles = linkFiles(files, tracerPlainFile, tracerLinkedFile)
+		log.Debug().Msg("linked the tracer to the runtime")
 	default:
 		newFiles, err = instrument(cfg, pkg, args[:first], files, tmp)
 		if err == nil {
@@ -160,13 +167,13 @@ func patchTestMain(files, newFiles []string, dir string) ([]string, error) {
 	return newFiles, nil
 }
 
-// linkBeat swaps the beat package's no-op runtime binding for the one that
-// reaches the patched runtime.
-func linkBeat(files []string) []string {
+// linkFiles swaps a package's no-op runtime binding (the file plain) for the
+// one that reaches the patched runtime (linked): beat's, the tracer's.
+func linkFiles(files []string, plain, linked string) []string {
 	out := make([]string, len(files))
 	for i, f := range files {
-		if filepath.Base(f) == beatPlainFile {
-			f = filepath.Join(filepath.Dir(f), beatLinkedFile)
+		if filepath.Base(f) == plain {
+			f = filepath.Join(filepath.Dir(f), linked)
 		}
 		out[i] = f
 	}
@@ -225,7 +232,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	if len(plan.Skips) > 0 {
 		skips := make([]idalloc.Skip, len(plan.Skips))
 		for i, s := range plan.Skips {
-			skips[i] = idalloc.Skip{Name: s.Name, Reason: s.Reason, Pos: s.Pos}
+			skips[i] = idalloc.Skip{Name: s.Name, Reason: s.Reason, Pos: cfg.mapPos(s.Pos)}
 		}
 		if err := m.RecordSkipped(pkg, skips); err != nil {
 			return nil, mapError(err)
@@ -237,7 +244,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	}
 	funcs := make([]idalloc.Func, len(plan.Funcs))
 	for i, f := range plan.Funcs {
-		funcs[i] = idalloc.Func{Name: f.Name, Kind: idalloc.Kind(f.Kind), Pos: f.Pos}
+		funcs[i] = idalloc.Func{Name: f.Name, Kind: idalloc.Kind(f.Kind), Pos: cfg.mapPos(f.Pos)}
 	}
 	ids, err := m.Allocate(pkg, funcs)
 	if err != nil {
@@ -325,4 +332,41 @@ func pgoProfile(flags []string) (*pgohot.Profile, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
+}
+
+// mapPos returns the position of a function as the map and the skipped
+// file keep it: the same on every machine, so that a committed map does
+// not change with the checkout's directory or name the user's home. A file
+// of a dependency in the module cache is "<module>@<version>/file.go:line"
+// (its directory in the module cache), one of the main module (or workspace) is
+// relative to its root, one of the standard library relative to
+// GOROOT/src. Anything else (a replace directory outside the module) and
+// positions that are already relative are kept as they are. The binary
+// keeps the compiler's own file names, so reports still point at the
+// files.
+func (cfg *config) mapPos(pos string) string {
+	if !filepath.IsAbs(pos) {
+		return pos
+	}
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, base := range []string{getenv("GOMODCACHE"), goRootSrc(getenv), moduleRoot(getenv)} {
+		if base == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(base, pos); err == nil && filepath.IsLocal(rel) {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return pos
+}
+
+// goRootSrc returns GOROOT/src as cmd/go tells its tools, or "".
+func goRootSrc(getenv func(string) string) string {
+	if r := getenv("GOROOT"); r != "" {
+		return filepath.Join(r, "src")
+	}
+	return ""
 }

@@ -79,12 +79,21 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	cfg.mapSet = cfg.mapPath != ""
 	cfg.debugHooks = getenv("MATRIX_DEBUG_HOOKS") == "1"
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
-		root := moduleRoot(getenv)
+		dir := filepath.Join(moduleRoot(getenv), defaultDir)
+		if !inModule(getenv) {
+			// A build outside any module (GOPATH mode, go run file.go
+			// in a bare directory) has no module to keep a map with:
+			// the map goes to the user's cache, not to whatever the
+			// current directory is ($HOME, /tmp).
+			if c := userCacheDir("nomodule"); c != "" {
+				dir = c
+			}
+		}
 		if cfg.mapPath == "" {
-			cfg.mapPath = filepath.Join(root, defaultDir, defaultMap)
+			cfg.mapPath = filepath.Join(dir, defaultMap)
 		}
 		if cfg.blacklistPath == "" {
-			cfg.blacklistPath = filepath.Join(root, defaultDir, defaultBlacklist)
+			cfg.blacklistPath = filepath.Join(dir, defaultBlacklist)
 		}
 	}
 	for _, p := range []*string{&cfg.mapPath, &cfg.blacklistPath} {
@@ -111,15 +120,32 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 // mapOwner); the map at the default location must belong to it, while an
 // explicitly named map (-map, MATRIX_MAP) may be shared on purpose.
 func (cfg *config) openMap() (*idalloc.Map, error) {
-	m, err := idalloc.OpenWith(cfg.mapPath, idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet})
+	m, err := idalloc.OpenWith(cfg.mapPath, cfg.mapOptions())
 	return m, mapError(err)
 }
 
 // mapIdentity returns the identity of the id map, which it opens (or
 // creates) and checks like openMap but without reading its records.
 func (cfg *config) mapIdentity() (string, error) {
-	id, _, err := idalloc.Identify(cfg.mapPath, idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet})
+	id, _, err := idalloc.Identify(cfg.mapPath, cfg.mapOptions())
 	return id, mapError(err)
+}
+
+// mapOptions are the options the map is opened with: its owner, checked
+// unless the map was named explicitly, and the directory of high-water
+// marks that gives a map restored to an earlier content a new identity.
+func (cfg *config) mapOptions() idalloc.Options {
+	return idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet, MarkDir: userCacheDir("maps")}
+}
+
+// userCacheDir returns the directory sub of matrixexec's part of the
+// user's cache directory, or "" if there is none.
+func userCacheDir(sub string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "matrix", sub)
 }
 
 // mapError adds to an error of the map what matrixexec offers to fix it.
@@ -196,6 +222,20 @@ func moduleRoot(getenv func(string) string) string {
 		return mod
 	}
 	return wd
+}
+
+// inModule reports whether the build has a main module or workspace: module
+// mode is on and a go.mod or go.work is found from the current directory
+// up (or GOWORK names one).
+func inModule(getenv func(string) string) bool {
+	if getenv("GO111MODULE") == "off" {
+		return false
+	}
+	if w := getenv("GOWORK"); w != "" && w != "off" && filepath.IsAbs(w) {
+		return true
+	}
+	root := moduleRoot(getenv)
+	return exists(filepath.Join(root, "go.mod")) || (getenv("GOWORK") != "off" && exists(filepath.Join(root, "go.work")))
 }
 
 func exists(path string) bool {

@@ -450,3 +450,19 @@ func matrixInUse(p unsafe.Pointer) bool {
 	})
 	return found
 }
+
+// matrixServeHook runs when a net/http server enters its accept loop: the
+// net/http patch calls matrixServing at the top of (*Server).Serve, and the
+// start-up tracer sets the hook, so that a service is ready when it can
+// serve rather than when its first request ends.
+var matrixServeHook func()
+
+//go:linkname matrixSetServeHook
+func matrixSetServeHook(f func()) { matrixServeHook = f }
+
+//go:linkname matrixServing
+func matrixServing() {
+	if h := matrixServeHook; h != nil {
+		h()
+	}
+}

@@ -25,3 +25,6 @@ func __matrix_end(d __matrix_unsafe.Pointer, scene string)
 
 //go:linkname __matrix_scene runtime.matrixDispatchScene
 func __matrix_scene(scene string)
+
+//go:linkname __matrix_serving runtime.matrixServing
+func __matrix_serving()

@@ -9,6 +9,10 @@
 //
 // Problems (a bad variable, an unwritable report file) are printed to
 // stderr once, prefixed "matrix:"; they never stop the program.
+//
+// In a setuid, setgid or file-capability binary (tracer.SecureMode),
+// MATRIX_REPORT is ignored, as glibc ignores its own variables there: the
+// user who runs the program must not choose where it writes.
 package auto
 
 import (
@@ -26,7 +30,7 @@ const EnvReport = "MATRIX_REPORT"
 var Monitor *tracer.Matrix
 
 func init() {
-	target := os.Getenv(EnvReport)
+	target := reportTarget(os.Getenv, tracer.SecureMode)
 	if target == "" {
 		return
 	}
@@ -38,6 +42,15 @@ func init() {
 	Monitor = m
 	// Reports of the last dispatches are written before the process ends.
 	beat.AtExit(m.StopAllPlugins)
+}
+
+// reportTarget returns MATRIX_REPORT, or "" in secure mode.
+func reportTarget(getenv func(string) string, secure func() bool) string {
+	target := getenv(EnvReport)
+	if target == "" || secure() {
+		return ""
+	}
+	return target
 }
 
 func start(target string) (*tracer.Matrix, error) {
