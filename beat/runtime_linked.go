@@ -53,3 +53,6 @@ func rtNanotime() int64
 
 //go:linkname rtStartupRing runtime.matrixStartupRing
 func rtStartupRing() unsafe.Pointer
+
+//go:linkname rtSetTraceParentHook runtime.matrixSetTraceParentHook
+func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))

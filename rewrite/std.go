@@ -35,9 +35,14 @@ func beginEnd(kind int, nameExpr string) string {
 
 var stdHooks = map[string][]stdHook{
 	"net/http": {
-		// Every request a server handles.
-		{recv: "serverHandler", name: "ServeHTTP", stmt: func([]string) string {
-			return beginEnd(kindHTTP, `"http"`)
+		// Every request a server handles. While recording, the
+		// request's trace context (and nothing else of it) goes to the
+		// dispatch, so that exported reports join the caller's trace.
+		{recv: "serverHandler", name: "ServeHTTP", stmt: func(p []string) string {
+			if len(p) < 3 || p[2] == "_" {
+				return beginEnd(kindHTTP, `"http"`)
+			}
+			return fmt.Sprintf("if __matrix_d := __matrix_begin(%d, %s); __matrix_d != nil { __matrix_traceparent(__matrix_d, %s.Header.Get(\"Traceparent\")); defer __matrix_end(__matrix_d, \"\") }; ", kindHTTP, `"http"`, p[2])
 		}},
 		// The route pattern is the scene, named as soon as the mux has
 		// matched it (so a stuck request's lag report has it too); with
@@ -73,6 +78,9 @@ func __matrix_end(d __matrix_unsafe.Pointer, scene string)
 
 //go:linkname __matrix_scene runtime.matrixDispatchScene
 func __matrix_scene(scene string)
+
+//go:linkname __matrix_traceparent runtime.matrixDispatchTraceParent
+func __matrix_traceparent(d __matrix_unsafe.Pointer, tp string)
 `
 
 // HasStdHooks reports whether PatchStd changes package pkg.

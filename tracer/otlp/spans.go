@@ -1,0 +1,310 @@
+package otlp
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/matrixgo/matrix/tracer"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// ScopeName is the instrumentation scope of the exported spans.
+const ScopeName = "github.com/matrixgo/matrix/tracer/otlp"
+
+// dispatchID is the DISPATCH pseudo-function's id in reports.
+const dispatchID = 1048574
+
+// Report is the part of a JSON report line that export reads. Fields
+// absent from the line stay zero; Frame.Start is nil in reports written
+// before frames carried their start.
+type Report struct {
+	Tag         string  `json:"tag"`
+	ID          string  `json:"id"`
+	Time        string  `json:"time"`
+	Process     string  `json:"process"`
+	PID         int64   `json:"pid"`
+	Detail      string  `json:"detail"`
+	Cost        int64   `json:"cost"`
+	Stack       string  `json:"stack"`
+	StackKey    string  `json:"stackKey"`
+	Scene       string  `json:"scene"`
+	Name        string  `json:"name"`
+	Kind        string  `json:"kind"`
+	Goroutine   uint64  `json:"goroutine"`
+	Recorded    *bool   `json:"recorded"`
+	Note        string  `json:"note"`
+	TraceParent string  `json:"traceparent"`
+	Frames      []Frame `json:"frames"`
+}
+
+// Frame is one call-tree node of a report (tracer.Frame as JSON), with the
+// optional kind of node ("wait", "goroutine", "inline") and the reason of
+// a wait, when the report has them.
+type Frame struct {
+	Depth  int    `json:"depth"`
+	ID     uint32 `json:"id"`
+	Count  int    `json:"count"`
+	Cost   int64  `json:"cost"`
+	Func   string `json:"func"`
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Start  *int64 `json:"start"`
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+}
+
+// Exported reports whether export sends the report: a slow call, LAG, ANR
+// or slow start-up (tag Trace_EvilMethod). Frame-rate and start-up phase
+// reports (Trace_FPS, Trace_StartUp) are not issues of one dispatch.
+func (r *Report) Exported() bool { return r.Tag == tracer.TagEvilMethod }
+
+// ParseReport decodes one JSON report line.
+func ParseReport(line []byte) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, fmt.Errorf("not a JSON report: %w", err)
+	}
+	return &r, nil
+}
+
+// Resource describes the process the spans come from.
+type Resource struct {
+	// ServiceName is the service.name attribute; empty means
+	// "unknown_service:<process>" (the OpenTelemetry default).
+	ServiceName string
+}
+
+// Spans turns one issue report into its spans: a root span for the
+// dispatch (named "<detail> <scene>", for example "NORMAL GET /slow") and
+// one child span per call-tree node, nested as in the tree.
+//
+// The root span ends at the report's time and lasts its cost. A node
+// starts at the root's start plus its Start offset and lasts its Cost;
+// in a report whose frames have no start, the children of a node are
+// laid out one after the other from the node's start. Every span is
+// clamped into its parent's interval, so the spans nest in time.
+//
+// The trace id is the one of the report's traceparent, the root's parent
+// its parent span id: the spans join the caller's trace. Without one the
+// trace id is derived from the report's id and the root has no parent.
+// Span ids are derived from the report's id, so exporting the same report
+// twice yields the same spans.
+func Spans(r *Report) ([]*tracepb.Span, error) {
+	if !r.Exported() {
+		return nil, fmt.Errorf("tag %q is not an issue (want %s)", r.Tag, tracer.TagEvilMethod)
+	}
+	if r.Time == "" {
+		return nil, errors.New("report has no time")
+	}
+	end, err := time.Parse(time.RFC3339Nano, r.Time)
+	if err != nil {
+		return nil, fmt.Errorf("report time: %w", err)
+	}
+	if r.Cost < 0 {
+		return nil, fmt.Errorf("report cost %d is negative", r.Cost)
+	}
+	if r.ID == "" {
+		return nil, errors.New("report has no id")
+	}
+	seed := r.ID
+	var traceID [16]byte
+	var parent []byte
+	// Bits 0-7 are the W3C trace flags (sampled, by default); bits 8
+	// and 9 say whether the parent is remote.
+	local := uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK) | 1
+	flags := local
+	if tc, ok := tracer.ParseTraceParent(r.TraceParent); ok {
+		traceID = tc.TraceID
+		parent = tc.SpanID[:]
+		local = uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK) | uint32(tc.Flags)
+		flags = local | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
+	} else {
+		h := sha256.Sum256([]byte("trace/" + seed))
+		copy(traceID[:], h[:16])
+	}
+	scene := r.Scene
+	if scene == "" {
+		scene = r.Name
+	}
+	rootStart := end.Add(-time.Duration(r.Cost) * time.Millisecond)
+	root := &tracepb.Span{
+		TraceId:           traceID[:],
+		SpanId:            spanID(seed, -1),
+		ParentSpanId:      parent,
+		Flags:             flags,
+		Name:              strings.TrimSpace(r.Detail + " " + scene),
+		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
+		StartTimeUnixNano: unixNano(rootStart),
+		EndTimeUnixNano:   unixNano(end),
+	}
+	keyFunc := ""
+	if id, ok := strings.CutSuffix(r.StackKey, "|"); ok {
+		for _, f := range r.Frames {
+			if strconv.FormatUint(uint64(f.ID), 10) == id {
+				keyFunc = f.Func
+				break
+			}
+		}
+	}
+	root.Attributes = appendAttrs(nil,
+		str("matrix.tag", r.Tag), str("matrix.detail", r.Detail), str("matrix.scene", scene),
+		str("matrix.name", r.Name), str("matrix.kind", r.Kind), str("matrix.stackKey", r.StackKey),
+		str("matrix.stackKey.function", keyFunc), str("matrix.issue.id", r.ID), str("matrix.note", r.Note),
+		integer("matrix.cost_ms", r.Cost), integer("matrix.goroutine", int64(r.Goroutine)),
+	)
+	if r.Recorded != nil {
+		root.Attributes = append(root.Attributes, boolean("matrix.recorded", *r.Recorded))
+	}
+	if keyFunc != "" {
+		root.Attributes = append(root.Attributes, str("code.function", keyFunc))
+	}
+	spans := []*tracepb.Span{root}
+
+	// interval is a span's place in time, in ns after rootStart, and the
+	// end of its last child laid out so far (reports without starts).
+	type interval struct {
+		span          *tracepb.Span
+		start, end    int64
+		nextChild     int64
+		depthInReport int
+	}
+	rootEnd := r.Cost * int64(time.Millisecond)
+	stack := []interval{{span: root, start: 0, end: rootEnd, depthInReport: -1}}
+	frames := r.Frames
+	if len(frames) > 0 && frames[0].ID == dispatchID && frames[0].Depth == 0 {
+		// The dispatch's own node is the root span; its children are
+		// the root's. Later depth-0 nodes (a tree of package
+		// initialisation has several) are children of the root too.
+		stack[0].depthInReport = 0
+		frames = frames[1:]
+		if len(r.Frames) > 1 && r.Frames[0].Count > 0 {
+			root.Attributes = append(root.Attributes, integer("matrix.count", int64(r.Frames[0].Count)))
+		}
+	}
+	for i, f := range frames {
+		for len(stack) > 1 && stack[len(stack)-1].depthInReport >= f.Depth {
+			stack = stack[:len(stack)-1]
+		}
+		p := &stack[len(stack)-1]
+		cost := max(f.Cost, 0) * int64(time.Millisecond)
+		var start int64
+		if f.Start != nil {
+			start = max(*f.Start, 0) * int64(time.Millisecond)
+		} else {
+			start = max(p.nextChild, p.start)
+		}
+		start = min(max(start, p.start), p.end)
+		stop := min(start+cost, p.end)
+		p.nextChild = stop
+		s := &tracepb.Span{
+			TraceId:           traceID[:],
+			SpanId:            spanID(seed, i),
+			ParentSpanId:      p.span.SpanId,
+			Flags:             local,
+			Name:              frameName(f),
+			Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
+			StartTimeUnixNano: unixNano(rootStart.Add(time.Duration(start))),
+			EndTimeUnixNano:   unixNano(rootStart.Add(time.Duration(stop))),
+			Attributes: appendAttrs(nil,
+				str("code.function", f.Func), str("code.filepath", f.File), integer("code.lineno", int64(f.Line)),
+				integer("matrix.id", int64(f.ID)), integer("matrix.count", int64(f.Count)),
+				integer("matrix.cost_ms", f.Cost), str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason),
+			),
+		}
+		spans = append(spans, s)
+		stack = append(stack, interval{span: s, start: start, end: stop, nextChild: start, depthInReport: f.Depth})
+	}
+	return spans, nil
+}
+
+// frameName is a node's span name: the function, "[reason]" for a wait
+// ("[sync.Mutex.Lock]"), or "id <id>" when the report does not name it.
+func frameName(f Frame) string {
+	if f.Kind == "wait" {
+		if f.Reason != "" {
+			return "[" + f.Reason + "]"
+		}
+		return "[wait]"
+	}
+	name := f.Func
+	if name == "" {
+		name = "id " + strconv.FormatUint(uint64(f.ID), 10)
+	}
+	if f.Kind == "goroutine" {
+		return "[goroutine] " + name
+	}
+	return name
+}
+
+// ResourceSpans wraps spans with the resource of the process that wrote r.
+func ResourceSpans(r *Report, res Resource, spans []*tracepb.Span) *tracepb.ResourceSpans {
+	name := res.ServiceName
+	if name == "" {
+		name = "unknown_service"
+		if r.Process != "" {
+			name += ":" + r.Process
+		}
+	}
+	attrs := appendAttrs(nil, str("service.name", name), str("process.executable.name", r.Process), integer("process.pid", r.PID))
+	return &tracepb.ResourceSpans{
+		Resource: &resourcepb.Resource{Attributes: attrs},
+		ScopeSpans: []*tracepb.ScopeSpans{{
+			Scope: &commonpb.InstrumentationScope{Name: ScopeName},
+			Spans: spans,
+		}},
+	}
+}
+
+// spanID derives a span id from the report id and the node's index (-1
+// for the root); never all zero.
+func spanID(seed string, i int) []byte {
+	h := sha256.Sum256([]byte("span/" + seed + "/" + strconv.Itoa(i)))
+	id := h[:8]
+	if string(id) == "\x00\x00\x00\x00\x00\x00\x00\x00" {
+		id[7] = 1
+	}
+	return id
+}
+
+func unixNano(t time.Time) uint64 {
+	if n := t.UnixNano(); n > 0 {
+		return uint64(n)
+	}
+	return 0
+}
+
+// appendAttrs appends the attributes that are set (non-empty strings,
+// non-zero numbers).
+func appendAttrs(dst []*commonpb.KeyValue, kvs ...*commonpb.KeyValue) []*commonpb.KeyValue {
+	for _, kv := range kvs {
+		if kv != nil {
+			dst = append(dst, kv)
+		}
+	}
+	return dst
+}
+
+func str(k, v string) *commonpb.KeyValue {
+	if v == "" {
+		return nil
+	}
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+}
+
+func integer(k string, v int64) *commonpb.KeyValue {
+	if v == 0 {
+		return nil
+	}
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
+}
+
+func boolean(k string, v bool) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v}}}
+}
