@@ -12,6 +12,7 @@
 //	matrixexec show [-map FILE] [REPORT]
 //	matrixexec retrace [-map FILE] [REPORT]
 //	matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
+//	matrixexec export otlp [-endpoint URL] [-service NAME] [-map FILE] REPORT...
 //
 // Flags given before the tool path inside the -toolexec string, and the
 // MATRIX_* environment variables, configure the build; see the README.
@@ -97,6 +98,8 @@ func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return analyze(args[1:], stdin, stdout)
 	case "show":
 		return show(cfg, args[1:], stdin, stdout)
+	case "export":
+		return exportCmd(cfg, args[1:], stdin, stdout)
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("unknown option %q (see matrixexec help)", args[0])
@@ -112,6 +115,8 @@ func usage(w io.Writer) {
   matrixexec retrace [-map FILE] [REPORT]       turn ids in a report into names
   matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
                                                 analyse recorded events
+  matrixexec export otlp [-endpoint URL] [-service NAME] [-map FILE] [-timeout D] REPORT...
+                                                send reports' issues as OTLP traces
 
 build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
   -map FILE          method mapping file   (MATRIX_MAP, default <module root>/.matrix/methodMapping.txt)
