@@ -16,6 +16,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"cmpstack":      cmdCmpStack,
 		"mapkeeps":      cmdMapKeeps,
 		"setfromstdout": cmdSetFromStdout,
+		"otlprecv":      cmdOTLPRecv,
+		"otlpspans":     cmdOTLPSpans,
 	}
 }
 

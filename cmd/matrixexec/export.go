@@ -81,7 +81,8 @@ func exportOTLP(cfg *config, args []string, stdin io.Reader, stdout io.Writer, g
 	for _, rs := range batch {
 		exp.Enqueue(rs)
 	}
-	exp.Close(*timeout)
+	exp.Flush(*timeout)
+	exp.Close(time.Second)
 	if n := exp.Dropped(); n > 0 {
 		return fmt.Errorf("export otlp: %d of %d issues not exported to %s: %w", n, len(batch), exp.URL(), exp.Err())
 	}

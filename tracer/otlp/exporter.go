@@ -30,6 +30,7 @@ type Exporter struct {
 	client *http.Client
 	ch     chan *tracepb.ResourceSpans
 
+	accepted   atomic.Uint64 // issues queued
 	queueDrops atomic.Uint64
 	failed     atomic.Uint64
 	sent       atomic.Uint64
@@ -106,6 +107,7 @@ func (e *Exporter) Enqueue(rs *tracepb.ResourceSpans) bool {
 	}
 	select {
 	case e.ch <- rs:
+		e.accepted.Add(1)
 		return true
 	default:
 		e.lose(&e.queueDrops, 1, errors.New("otlp: queue full"))
@@ -125,7 +127,8 @@ func (e *Exporter) Dropped() uint64 { return e.queueDrops.Load() + e.failed.Load
 // the exporter closed.
 func (e *Exporter) QueueDrops() uint64 { return e.queueDrops.Load() }
 
-// Failed returns the issues whose request failed after every attempt.
+// Failed returns the issues queued but not sent: their request failed
+// after every attempt, or Close gave up on them.
 func (e *Exporter) Failed() uint64 { return e.failed.Load() }
 
 // Err returns the first error that lost issues, or nil.
@@ -136,9 +139,24 @@ func (e *Exporter) Err() error {
 	return nil
 }
 
-// Close stops accepting issues, sends those still queued (waiting at most
-// timeout, then abandoning the request in progress and dropping the rest)
-// and stops the exporter's goroutine. Closing twice does nothing.
+// Flush waits until every issue queued so far has been sent or lost
+// (retries included), at most timeout. It reports whether they all were.
+func (e *Exporter) Flush(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for e.sent.Load()+e.failed.Load() < e.accepted.Load() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// Close stops accepting issues, sends those still queued, each batch
+// once, without retries (waiting at most timeout, then abandoning the
+// request in progress and dropping the rest), and stops the exporter's
+// goroutine. A batch waiting to be retried is dropped. Closing twice does
+// nothing.
 func (e *Exporter) Close(timeout time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -191,7 +209,7 @@ func (e *Exporter) run() {
 					return
 				}
 				if e.ctx.Err() != nil {
-					e.queueDrops.Add(uint64(len(batch)))
+					e.failed.Add(uint64(len(batch)))
 					continue
 				}
 				e.send(batch)
@@ -215,7 +233,9 @@ func (e *Exporter) send(batch []*tracepb.ResourceSpans) {
 			e.sent.Add(uint64(len(batch)))
 			return
 		}
-		if !retry || attempt >= e.cfg.MaxAttempts || e.ctx.Err() != nil {
+		if !retry || attempt >= e.cfg.MaxAttempts || e.ctx.Err() != nil || e.closed.Load() {
+			// Once closing, a batch gets no retry: the program is
+			// exiting and must not wait for a collector that is down.
 			e.lose(&e.failed, len(batch), err)
 			return
 		}
@@ -228,7 +248,7 @@ func (e *Exporter) send(batch []*tracepb.ResourceSpans) {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
-		case <-e.ctx.Done():
+		case <-e.stop:
 			t.Stop()
 			e.lose(&e.failed, len(batch), err)
 			return

@@ -289,6 +289,9 @@ func TestExporterSends(t *testing.T) {
 	if e.Sent() != 1 || e.Dropped() != 0 {
 		t.Errorf("sent %d dropped %d (err %v)", e.Sent(), e.Dropped(), e.Err())
 	}
+	if !e.Flush(0) {
+		t.Error("Flush after Close: issues unaccounted for")
+	}
 	spans := rcv.Spans()
 	if len(spans) != 5 || len(rcv.Errors()) > 0 {
 		t.Fatalf("received %d spans, errors %v:\n%s", len(spans), rcv.Errors(), otlptest.Dump(spans))
@@ -316,6 +319,9 @@ func TestExporterRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.OnReportIssue(issue(t, slowReport()))
+	if !e.Flush(20 * time.Second) {
+		t.Error("Flush gave up")
+	}
 	e.Close(10 * time.Second)
 	if e.Sent() != 1 || e.Dropped() != 0 || rcv.Requests() != 3 {
 		t.Errorf("sent %d dropped %d after %d requests (err %v)", e.Sent(), e.Dropped(), rcv.Requests(), e.Err())
@@ -352,6 +358,9 @@ func TestExporterCollectorDown(t *testing.T) {
 	e.OnFirstError = func(err error) { first = err; close(got) }
 	for range 3 {
 		e.OnReportIssue(issue(t, slowReport()))
+	}
+	if !e.Flush(20 * time.Second) {
+		t.Error("Flush gave up")
 	}
 	e.Close(10 * time.Second)
 	<-got
@@ -427,5 +436,19 @@ func TestExporterCloseAbandons(t *testing.T) {
 	e.Close(50 * time.Millisecond)
 	if e.Sent() != 0 || e.Dropped() != 3 {
 		t.Errorf("sent %d dropped %d, want 0 and 3", e.Sent(), e.Dropped())
+	}
+}
+
+func TestExporterCloseDoesNotRetry(t *testing.T) {
+	// Closing (the program exits) sends what is queued once: a collector
+	// that is down is not retried for seconds.
+	e, err := NewExporter(Config{URL: closedURL(t), Backoff: time.Hour, MaxAttempts: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.OnReportIssue(issue(t, slowReport()))
+	e.Close(time.Hour) // returns after one attempt, not after an hour
+	if e.Failed() != 1 || e.Sent() != 0 {
+		t.Errorf("sent %d failed %d", e.Sent(), e.Failed())
 	}
 }
