@@ -13,7 +13,6 @@ import (
 
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/matrixgo/matrix/tracer/otlp"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // exportCmd dispatches "matrixexec export FORMAT ...".
@@ -53,7 +52,7 @@ func exportOTLP(cfg *config, args []string, stdin io.Reader, stdout io.Writer, g
 	}
 	entries, _, _ := idalloc.Load(*mapPath) // optional
 
-	var batch []*tracepb.ResourceSpans
+	var batch []*otlp.ResourceSpans
 	spans, skipped := 0, 0
 	for _, name := range fs.Args() {
 		data, err := readInput(name, stdin)
@@ -96,7 +95,7 @@ func exportOTLP(cfg *config, args []string, stdin io.Reader, stdout io.Writer, g
 
 // reportSpans parses one report file into the spans of its issues. Any bad
 // line (not JSON, an issue without time or id) is an error naming it.
-func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32]idalloc.Entry) (out []*tracepb.ResourceSpans, spans, skipped int, err error) {
+func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32]idalloc.Entry) (out []*otlp.ResourceSpans, spans, skipped int, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, 0, 0, fmt.Errorf("%s: empty input", name)
 	}
@@ -142,7 +141,7 @@ func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32
 		if err != nil {
 			return nil, 0, 0, fmt.Errorf("%s:%d: %w", name, n, err)
 		}
-		out = append(out, otlp.ResourceSpans(r, res, s))
+		out = append(out, otlp.NewResourceSpans(r, res, s))
 		spans += len(s)
 	}
 	if err := sc.Err(); err != nil {

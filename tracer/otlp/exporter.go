@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/tracer"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // Exporter sends issues as traces to an OTLP/HTTP endpoint. It is a
@@ -28,7 +26,7 @@ import (
 type Exporter struct {
 	cfg    Config
 	client *http.Client
-	ch     chan *tracepb.ResourceSpans
+	ch     chan *ResourceSpans
 
 	accepted   atomic.Uint64 // issues queued
 	queueDrops atomic.Uint64
@@ -60,7 +58,7 @@ func NewExporter(cfg Config) (*Exporter, error) {
 	e := &Exporter{
 		cfg:    cfg,
 		client: &http.Client{Timeout: cfg.Timeout, Transport: tr},
-		ch:     make(chan *tracepb.ResourceSpans, cfg.QueueSize),
+		ch:     make(chan *ResourceSpans, cfg.QueueSize),
 		ctx:    ctx,
 		cancel: cancel,
 		stop:   make(chan struct{}),
@@ -94,13 +92,13 @@ func (e *Exporter) OnReportIssue(is tracer.Issue) {
 		e.lose(&e.failed, 1, fmt.Errorf("otlp: issue: %w", err))
 		return
 	}
-	e.Enqueue(ResourceSpans(r, e.cfg.Resource, spans))
+	e.Enqueue(NewResourceSpans(r, e.cfg.Resource, spans))
 }
 
 // Enqueue queues the spans of one issue. It never blocks: it returns
 // false, and counts the issue as dropped, when the queue is full or the
 // exporter is closed.
-func (e *Exporter) Enqueue(rs *tracepb.ResourceSpans) bool {
+func (e *Exporter) Enqueue(rs *ResourceSpans) bool {
 	if e.closed.Load() {
 		e.queueDrops.Add(1)
 		return false
@@ -184,7 +182,7 @@ func (e *Exporter) lose(counter *atomic.Uint64, n int, err error) {
 
 func (e *Exporter) run() {
 	defer close(e.done)
-	batch := make([]*tracepb.ResourceSpans, 0, e.cfg.MaxBatch)
+	batch := make([]*ResourceSpans, 0, e.cfg.MaxBatch)
 	fill := func() {
 		for len(batch) < e.cfg.MaxBatch {
 			select {
@@ -220,12 +218,8 @@ func (e *Exporter) run() {
 
 // send posts one batch, retrying as configured; a batch that finally
 // fails is counted in failed.
-func (e *Exporter) send(batch []*tracepb.ResourceSpans) {
-	body, err := proto.Marshal(&tracepb.TracesData{ResourceSpans: batch})
-	if err != nil {
-		e.lose(&e.failed, len(batch), fmt.Errorf("otlp: marshal: %w", err))
-		return
-	}
+func (e *Exporter) send(batch []*ResourceSpans) {
+	body := Encode(batch)
 	wait := e.cfg.Backoff
 	for attempt := 1; ; attempt++ {
 		retry, after, err := e.post(body)

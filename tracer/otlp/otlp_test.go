@@ -12,6 +12,7 @@ import (
 	"github.com/matrixgo/matrix/tracer"
 	"github.com/matrixgo/matrix/tracer/otlp/otlptest"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -103,6 +104,27 @@ func slowReport() *Report {
 	}
 }
 
+// decode encodes spans as the exporter sends them and decodes the body
+// with the official OTLP types.
+func decode(t *testing.T, spans []Span) []*tracepb.Span {
+	t.Helper()
+	body := Encode([]*ResourceSpans{{Scope: ScopeName, Spans: spans}})
+	var td tracepb.TracesData
+	if err := proto.Unmarshal(body, &td); err != nil {
+		t.Fatalf("body does not decode: %v", err)
+	}
+	var out []*tracepb.Span
+	for _, rs := range td.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			out = append(out, ss.Spans...)
+		}
+	}
+	if len(out) != len(spans) {
+		t.Fatalf("decoded %d spans of %d", len(out), len(spans))
+	}
+	return out
+}
+
 func byName(spans []*tracepb.Span) map[string]*tracepb.Span {
 	m := map[string]*tracepb.Span{}
 	for _, s := range spans {
@@ -120,10 +142,11 @@ func toTest(spans []*tracepb.Span) []otlptest.Span {
 }
 
 func TestSpansFromReport(t *testing.T) {
-	spans, err := Spans(slowReport())
+	own, err := Spans(slowReport())
 	if err != nil {
 		t.Fatal(err)
 	}
+	spans := decode(t, own)
 	if len(spans) != 5 {
 		t.Fatalf("%d spans, want the root and 4 nodes:\n%s", len(spans), otlptest.Dump(toTest(spans)))
 	}
@@ -183,8 +206,8 @@ func TestSpansFromReport(t *testing.T) {
 
 	// The same report gives the same ids (re-export is idempotent).
 	again, _ := Spans(slowReport())
-	for i := range spans {
-		if string(spans[i].SpanId) != string(again[i].SpanId) {
+	for i := range own {
+		if own[i].SpanID != again[i].SpanID {
 			t.Errorf("span %d id changed", i)
 		}
 	}
@@ -196,10 +219,11 @@ func TestSpansWithoutStartsOrTraceParent(t *testing.T) {
 	for i := range r.Frames {
 		r.Frames[i].Start = nil
 	}
-	spans, err := Spans(r)
+	own, err := Spans(r)
 	if err != nil {
 		t.Fatal(err)
 	}
+	spans := decode(t, own)
 	m := byName(spans)
 	root := m["NORMAL GET /slow"]
 	if len(root.ParentSpanId) != 0 {
@@ -223,10 +247,11 @@ func TestSpansClampIntoParent(t *testing.T) {
 	// A child reported longer than its parent, and one starting after it.
 	r.Frames[3].Cost = 5000
 	r.Frames[2].Start = i64(2000)
-	spans, err := Spans(r)
+	own, err := Spans(r)
 	if err != nil {
 		t.Fatal(err)
 	}
+	spans := decode(t, own)
 	if err := otlptest.CheckNested(toTest(spans)); err != nil {
 		t.Error(err)
 	}
@@ -251,8 +276,12 @@ func TestSpansBadReports(t *testing.T) {
 func TestSpansLagWithoutFrames(t *testing.T) {
 	r := slowReport()
 	r.Detail, r.Frames, r.StackKey = "LAG", nil, ""
-	spans, err := Spans(r)
-	if err != nil || len(spans) != 1 || spans[0].Name != "LAG GET /slow" {
+	own, err := Spans(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := decode(t, own)
+	if len(spans) != 1 || spans[0].Name != "LAG GET /slow" {
 		t.Fatalf("spans %v, err %v", spans, err)
 	}
 }
@@ -387,7 +416,7 @@ func TestExporterQueueDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &tracepb.ResourceSpans{}
+	rs := &ResourceSpans{}
 	if !e.Enqueue(rs) {
 		t.Fatal("first issue dropped")
 	}
@@ -431,7 +460,7 @@ func TestExporterCloseAbandons(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		e.Enqueue(&tracepb.ResourceSpans{})
+		e.Enqueue(&ResourceSpans{})
 	}
 	e.Close(50 * time.Millisecond)
 	if e.Sent() != 0 || e.Dropped() != 3 {

@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/tracer"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // ScopeName is the instrumentation scope of the exported spans.
@@ -74,6 +71,72 @@ func ParseReport(line []byte) (*Report, error) {
 	return &r, nil
 }
 
+// Span is one OTLP span (opentelemetry.proto.trace.v1.Span), with the
+// fields the exporter sets.
+type Span struct {
+	TraceID      [16]byte
+	SpanID       [8]byte
+	ParentSpanID [8]byte
+	HasParent    bool
+	Name         string
+	Kind         int32 // SpanKindInternal
+	Flags        uint32
+	// Start and End are in ns since the Unix epoch.
+	Start, End uint64
+	Attributes []KeyValue
+}
+
+// KeyValue is an OTLP attribute.
+type KeyValue struct {
+	Key   string
+	Value Value
+}
+
+// Value is an OTLP AnyValue: a string, bool, int64 or double.
+type Value struct {
+	kind valueKind
+	s    string
+	n    int64
+	f    float64
+}
+
+type valueKind uint8
+
+const (
+	valueNone valueKind = iota
+	valueString
+	valueBool
+	valueInt
+	valueDouble
+)
+
+// String returns a string attribute value.
+func String(s string) Value { return Value{kind: valueString, s: s} }
+
+// Int returns an integer attribute value.
+func Int(n int64) Value { return Value{kind: valueInt, n: n} }
+
+// Double returns a floating-point attribute value.
+func Double(f float64) Value { return Value{kind: valueDouble, f: f} }
+
+// Bool returns a boolean attribute value.
+func Bool(b bool) Value {
+	v := Value{kind: valueBool}
+	if b {
+		v.n = 1
+	}
+	return v
+}
+
+// ResourceSpans is the spans of one resource (the process) under one
+// instrumentation scope: opentelemetry.proto.trace.v1.ResourceSpans.
+type ResourceSpans struct {
+	Resource     []KeyValue
+	Scope        string
+	ScopeVersion string
+	Spans        []Span
+}
+
 // Resource describes the process the spans come from.
 type Resource struct {
 	// ServiceName is the service.name attribute; empty means
@@ -96,7 +159,7 @@ type Resource struct {
 // trace id is derived from the report's id and the root has no parent.
 // Span ids are derived from the report's id, so exporting the same report
 // twice yields the same spans.
-func Spans(r *Report) ([]*tracepb.Span, error) {
+func Spans(r *Report) ([]Span, error) {
 	if !r.Exported() {
 		return nil, fmt.Errorf("tag %q is not an issue (want %s)", r.Tag, tracer.TagEvilMethod)
 	}
@@ -115,16 +178,16 @@ func Spans(r *Report) ([]*tracepb.Span, error) {
 	}
 	seed := r.ID
 	var traceID [16]byte
-	var parent []byte
+	var parent [8]byte
 	// Bits 0-7 are the W3C trace flags (sampled, by default); bits 8
 	// and 9 say whether the parent is remote.
-	local := uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK) | 1
+	local := uint32(FlagHasIsRemote) | 1
 	flags := local
+	hasParent := false
 	if tc, ok := tracer.ParseTraceParent(r.TraceParent); ok {
-		traceID = tc.TraceID
-		parent = tc.SpanID[:]
-		local = uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK) | uint32(tc.Flags)
-		flags = local | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
+		traceID, parent, hasParent = tc.TraceID, tc.SpanID, true
+		local = FlagHasIsRemote | uint32(tc.Flags)
+		flags = local | FlagIsRemote
 	} else {
 		h := sha256.Sum256([]byte("trace/" + seed))
 		copy(traceID[:], h[:16])
@@ -134,16 +197,19 @@ func Spans(r *Report) ([]*tracepb.Span, error) {
 		scene = r.Name
 	}
 	rootStart := end.Add(-time.Duration(r.Cost) * time.Millisecond)
-	root := &tracepb.Span{
-		TraceId:           traceID[:],
-		SpanId:            spanID(seed, -1),
-		ParentSpanId:      parent,
-		Flags:             flags,
-		Name:              strings.TrimSpace(r.Detail + " " + scene),
-		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: unixNano(rootStart),
-		EndTimeUnixNano:   unixNano(end),
+	spans := make([]Span, 1, 1+len(r.Frames))
+	spans[0] = Span{
+		TraceID:      traceID,
+		SpanID:       spanID(seed, -1),
+		ParentSpanID: parent,
+		HasParent:    hasParent,
+		Flags:        flags,
+		Name:         strings.TrimSpace(r.Detail + " " + scene),
+		Kind:         SpanKindInternal,
+		Start:        unixNano(rootStart),
+		End:          unixNano(end),
 	}
+	root := &spans[0]
 	keyFunc := ""
 	if id, ok := strings.CutSuffix(r.StackKey, "|"); ok {
 		for _, f := range r.Frames {
@@ -165,18 +231,17 @@ func Spans(r *Report) ([]*tracepb.Span, error) {
 	if keyFunc != "" {
 		root.Attributes = append(root.Attributes, str("code.function", keyFunc))
 	}
-	spans := []*tracepb.Span{root}
 
 	// interval is a span's place in time, in ns after rootStart, and the
 	// end of its last child laid out so far (reports without starts).
 	type interval struct {
-		span          *tracepb.Span
+		id            [8]byte
 		start, end    int64
 		nextChild     int64
 		depthInReport int
 	}
 	rootEnd := r.Cost * int64(time.Millisecond)
-	stack := []interval{{span: root, start: 0, end: rootEnd, depthInReport: -1}}
+	stack := []interval{{id: root.SpanID, start: 0, end: rootEnd, depthInReport: -1}}
 	frames := r.Frames
 	if len(frames) > 0 && frames[0].ID == dispatchID && frames[0].Depth == 0 {
 		// The dispatch's own node is the root span; its children are
@@ -184,9 +249,6 @@ func Spans(r *Report) ([]*tracepb.Span, error) {
 		// initialisation has several) are children of the root too.
 		stack[0].depthInReport = 0
 		frames = frames[1:]
-		if len(r.Frames) > 1 && r.Frames[0].Count > 0 {
-			root.Attributes = append(root.Attributes, integer("matrix.count", int64(r.Frames[0].Count)))
-		}
 	}
 	for i, f := range frames {
 		for len(stack) > 1 && stack[len(stack)-1].depthInReport >= f.Depth {
@@ -203,15 +265,16 @@ func Spans(r *Report) ([]*tracepb.Span, error) {
 		start = min(max(start, p.start), p.end)
 		stop := min(start+cost, p.end)
 		p.nextChild = stop
-		s := &tracepb.Span{
-			TraceId:           traceID[:],
-			SpanId:            spanID(seed, i),
-			ParentSpanId:      p.span.SpanId,
-			Flags:             local,
-			Name:              frameName(f),
-			Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-			StartTimeUnixNano: unixNano(rootStart.Add(time.Duration(start))),
-			EndTimeUnixNano:   unixNano(rootStart.Add(time.Duration(stop))),
+		s := Span{
+			TraceID:      traceID,
+			SpanID:       spanID(seed, i),
+			ParentSpanID: p.id,
+			HasParent:    true,
+			Flags:        local,
+			Name:         frameName(f),
+			Kind:         SpanKindInternal,
+			Start:        unixNano(rootStart.Add(time.Duration(start))),
+			End:          unixNano(rootStart.Add(time.Duration(stop))),
 			Attributes: appendAttrs(nil,
 				str("code.function", f.Func), str("code.filepath", f.File), integer("code.lineno", int64(f.Line)),
 				integer("matrix.id", int64(f.ID)), integer("matrix.count", int64(f.Count)),
@@ -219,7 +282,7 @@ func Spans(r *Report) ([]*tracepb.Span, error) {
 			),
 		}
 		spans = append(spans, s)
-		stack = append(stack, interval{span: s, start: start, end: stop, nextChild: start, depthInReport: f.Depth})
+		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth})
 	}
 	return spans, nil
 }
@@ -244,7 +307,7 @@ func frameName(f Frame) string {
 }
 
 // ResourceSpans wraps spans with the resource of the process that wrote r.
-func ResourceSpans(r *Report, res Resource, spans []*tracepb.Span) *tracepb.ResourceSpans {
+func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
 	name := res.ServiceName
 	if name == "" {
 		name = "unknown_service"
@@ -253,21 +316,15 @@ func ResourceSpans(r *Report, res Resource, spans []*tracepb.Span) *tracepb.Reso
 		}
 	}
 	attrs := appendAttrs(nil, str("service.name", name), str("process.executable.name", r.Process), integer("process.pid", r.PID))
-	return &tracepb.ResourceSpans{
-		Resource: &resourcepb.Resource{Attributes: attrs},
-		ScopeSpans: []*tracepb.ScopeSpans{{
-			Scope: &commonpb.InstrumentationScope{Name: ScopeName},
-			Spans: spans,
-		}},
-	}
+	return &ResourceSpans{Resource: attrs, Scope: ScopeName, Spans: spans}
 }
 
 // spanID derives a span id from the report id and the node's index (-1
 // for the root); never all zero.
-func spanID(seed string, i int) []byte {
+func spanID(seed string, i int) [8]byte {
 	h := sha256.Sum256([]byte("span/" + seed + "/" + strconv.Itoa(i)))
-	id := h[:8]
-	if string(id) == "\x00\x00\x00\x00\x00\x00\x00\x00" {
+	id := [8]byte(h[:8])
+	if id == ([8]byte{}) {
 		id[7] = 1
 	}
 	return id
@@ -282,29 +339,27 @@ func unixNano(t time.Time) uint64 {
 
 // appendAttrs appends the attributes that are set (non-empty strings,
 // non-zero numbers).
-func appendAttrs(dst []*commonpb.KeyValue, kvs ...*commonpb.KeyValue) []*commonpb.KeyValue {
+func appendAttrs(dst []KeyValue, kvs ...KeyValue) []KeyValue {
 	for _, kv := range kvs {
-		if kv != nil {
+		if kv.Value.kind != valueNone {
 			dst = append(dst, kv)
 		}
 	}
 	return dst
 }
 
-func str(k, v string) *commonpb.KeyValue {
+func str(k, v string) KeyValue {
 	if v == "" {
-		return nil
+		return KeyValue{}
 	}
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	return KeyValue{Key: k, Value: String(v)}
 }
 
-func integer(k string, v int64) *commonpb.KeyValue {
+func integer(k string, v int64) KeyValue {
 	if v == 0 {
-		return nil
+		return KeyValue{}
 	}
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
+	return KeyValue{Key: k, Value: Int(v)}
 }
 
-func boolean(k string, v bool) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v}}}
-}
+func boolean(k string, v bool) KeyValue { return KeyValue{Key: k, Value: Bool(v)} }
