@@ -29,6 +29,7 @@ type Exporter struct {
 	ch     chan *ResourceSpans
 
 	accepted   atomic.Uint64 // issues queued
+	progress   chan struct{} // signalled when issues were sent or lost
 	queueDrops atomic.Uint64
 	failed     atomic.Uint64
 	sent       atomic.Uint64
@@ -56,13 +57,14 @@ func NewExporter(cfg Config) (*Exporter, error) {
 	tr.MaxIdleConnsPerHost = 2
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Exporter{
-		cfg:    cfg,
-		client: &http.Client{Timeout: cfg.Timeout, Transport: tr},
-		ch:     make(chan *ResourceSpans, cfg.QueueSize),
-		ctx:    ctx,
-		cancel: cancel,
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		cfg:      cfg,
+		client:   &http.Client{Timeout: cfg.Timeout, Transport: tr},
+		ch:       make(chan *ResourceSpans, cfg.QueueSize),
+		progress: make(chan struct{}, 1),
+		ctx:      ctx,
+		cancel:   cancel,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	go e.run()
 	return e, nil
@@ -140,12 +142,14 @@ func (e *Exporter) Err() error {
 // Flush waits until every issue queued so far has been sent or lost
 // (retries included), at most timeout. It reports whether they all were.
 func (e *Exporter) Flush(timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	for e.sent.Load()+e.failed.Load() < e.accepted.Load() {
-		if time.Now().After(deadline) {
+		select {
+		case <-e.progress:
+		case <-t.C:
 			return false
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	return true
 }
@@ -173,8 +177,17 @@ func (e *Exporter) Close(timeout time.Duration) {
 	e.cancel()
 }
 
+// notify wakes a Flush waiting for progress.
+func (e *Exporter) notify() {
+	select {
+	case e.progress <- struct{}{}:
+	default:
+	}
+}
+
 func (e *Exporter) lose(counter *atomic.Uint64, n int, err error) {
 	counter.Add(uint64(n))
+	e.notify()
 	if e.firstErr.CompareAndSwap(nil, &err) && e.OnFirstError != nil {
 		e.OnFirstError(err)
 	}
@@ -208,6 +221,7 @@ func (e *Exporter) run() {
 				}
 				if e.ctx.Err() != nil {
 					e.failed.Add(uint64(len(batch)))
+					e.notify()
 					continue
 				}
 				e.send(batch)
@@ -225,6 +239,7 @@ func (e *Exporter) send(batch []*ResourceSpans) {
 		retry, after, err := e.post(body)
 		if err == nil {
 			e.sent.Add(uint64(len(batch)))
+			e.notify()
 			return
 		}
 		if !retry || attempt >= e.cfg.MaxAttempts || e.ctx.Err() != nil || e.closed.Load() {

@@ -286,7 +286,7 @@ func TestSpansLagWithoutFrames(t *testing.T) {
 	}
 }
 
-func issue(t *testing.T, r *Report) tracer.Issue {
+func issue(t testing.TB, r *Report) tracer.Issue {
 	t.Helper()
 	frames := make([]tracer.Frame, 0, len(r.Frames))
 	for _, f := range r.Frames {
