@@ -3,6 +3,7 @@ package otlp
 import (
 	"encoding/hex"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -247,6 +248,8 @@ func TestSpansClampIntoParent(t *testing.T) {
 	// A child reported longer than its parent, and one starting after it.
 	r.Frames[3].Cost = 5000
 	r.Frames[2].Start = i64(2000)
+	r.Frames[4].Cost = 1 << 62 // garbage: no overflow
+	r.Frames[4].Start = i64(1 << 62)
 	own, err := Spans(r)
 	if err != nil {
 		t.Fatal(err)
@@ -264,6 +267,7 @@ func TestSpansBadReports(t *testing.T) {
 		"bad time":     func(r *Report) { r.Time = "yesterday" },
 		"no id":        func(r *Report) { r.ID = "" },
 		"negative":     func(r *Report) { r.Cost = -1 },
+		"huge":         func(r *Report) { r.Cost = 1 << 62 },
 	} {
 		r := slowReport()
 		mod(r)
@@ -479,5 +483,38 @@ func TestExporterCloseDoesNotRetry(t *testing.T) {
 	e.Close(time.Hour) // returns after one attempt, not after an hour
 	if e.Failed() != 1 || e.Sent() != 0 {
 		t.Errorf("sent %d failed %d", e.Sent(), e.Failed())
+	}
+}
+
+// Whatever the frames say (depths that jump, costs larger than the
+// parent's, starts outside it, missing starts), the spans nest in time.
+func TestSpansAlwaysNest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 300 {
+		r := slowReport()
+		r.Cost = rng.Int64N(5000)
+		r.Frames = r.Frames[:1]
+		depth := 0
+		for range rng.IntN(40) {
+			depth = max(0, min(depth+rng.IntN(3)-1, depth+1))
+			if rng.IntN(10) == 0 {
+				depth += 2 // a gap
+			}
+			f := Frame{Depth: depth, ID: uint32(1 + rng.IntN(50)), Count: 1, Cost: rng.Int64N(6000) - 100, Func: "f"}
+			if rng.IntN(4) != 0 {
+				f.Start = i64(rng.Int64N(6000) - 100)
+			}
+			r.Frames = append(r.Frames, f)
+		}
+		own, err := Spans(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(own) != len(r.Frames) {
+			t.Fatalf("report %d: %d spans for %d frames", n, len(own), len(r.Frames))
+		}
+		if err := otlptest.CheckNested(toTest(decode(t, own))); err != nil {
+			t.Fatalf("report %d: %v", n, err)
+		}
 	}
 }

@@ -18,6 +18,10 @@ const ScopeName = "github.com/matrixgo/matrix/tracer/otlp"
 // dispatchID is the DISPATCH pseudo-function's id in reports.
 const dispatchID = 1048574
 
+// maxMs bounds the costs and starts read from a report (the recorder's
+// 43-bit ms clock), so that they convert to ns without overflow.
+const maxMs = 1<<43 - 1
+
 // Report is the part of a JSON report line that export reads. Fields
 // absent from the line stay zero; Frame.Start is nil in reports written
 // before frames carried their start.
@@ -170,8 +174,8 @@ func Spans(r *Report) ([]Span, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report time: %w", err)
 	}
-	if r.Cost < 0 {
-		return nil, fmt.Errorf("report cost %d is negative", r.Cost)
+	if r.Cost < 0 || r.Cost > maxMs {
+		return nil, fmt.Errorf("report cost %d ms is out of range 0..%d", r.Cost, int64(maxMs))
 	}
 	if r.ID == "" {
 		return nil, errors.New("report has no id")
@@ -255,15 +259,15 @@ func Spans(r *Report) ([]Span, error) {
 			stack = stack[:len(stack)-1]
 		}
 		p := &stack[len(stack)-1]
-		cost := max(f.Cost, 0) * int64(time.Millisecond)
+		cost := min(max(f.Cost, 0), maxMs) * int64(time.Millisecond)
 		var start int64
 		if f.Start != nil {
-			start = max(*f.Start, 0) * int64(time.Millisecond)
+			start = min(max(*f.Start, 0), maxMs) * int64(time.Millisecond)
 		} else {
 			start = max(p.nextChild, p.start)
 		}
 		start = min(max(start, p.start), p.end)
-		stop := min(start+cost, p.end)
+		stop := start + min(cost, p.end-start)
 		p.nextChild = stop
 		s := Span{
 			TraceID:      traceID,
