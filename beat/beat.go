@@ -127,6 +127,7 @@ func Start(cfg Config) error {
 	rtSetClock(true)
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
+	rtSetTraceParentHook(hookTraceParent)
 	rtSetActive(1)
 	return nil
 }
@@ -143,6 +144,7 @@ func Stop() {
 	}
 	rtSetActive(0)
 	rtSetDispatchHooks(nil, nil, nil)
+	rtSetTraceParentHook(nil)
 	cur.Store(nil)
 	rtSetClock(false)
 	r.mu.Lock()
@@ -303,6 +305,12 @@ func hookEnd(d unsafe.Pointer, scene string) {
 // is the last one set; a scene the handler sets itself comes later still.
 func hookScene(d unsafe.Pointer, scene string) {
 	(*Dispatch)(d).SetScene(scene)
+}
+
+// hookTraceParent records the traceparent header of the request a patched
+// net/http server began the dispatch d for.
+func hookTraceParent(d unsafe.Pointer, tp string) {
+	(*Dispatch)(d).SetTraceParent(tp)
 }
 
 // Current returns the dispatch the calling goroutine is in, or nil.

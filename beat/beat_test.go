@@ -490,3 +490,21 @@ func TestTenThousandDispatches(t *testing.T) {
 		t.Errorf("after: %+v", s)
 	}
 }
+
+func TestDispatchTraceParent(t *testing.T) {
+	var nilD *Dispatch
+	nilD.SetTraceParent("x") // no-op
+	if nilD.TraceParent() != "" {
+		t.Error("nil dispatch has a trace context")
+	}
+	d := new(Dispatch)
+	d.SetTraceParent("")
+	if d.TraceParent() != "" {
+		t.Error("empty trace context stored")
+	}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	d.SetTraceParent(tp)
+	if d.TraceParent() != tp {
+		t.Errorf("TraceParent = %q", d.TraceParent())
+	}
+}

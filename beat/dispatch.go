@@ -36,6 +36,7 @@ type Dispatch struct {
 	kind     Kind
 	name     string
 	scene    atomic.Pointer[string]
+	traceCtx atomic.Pointer[string] // the request's W3C traceparent, as received
 	goid     uint64
 	start    time.Time
 	end      time.Time
@@ -316,6 +317,28 @@ func (d *Dispatch) Scene() string {
 		return ""
 	}
 	if p := d.scene.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// SetTraceParent records the W3C trace context (the traceparent header)
+// of the request the dispatch serves, so that exported reports join the
+// caller's distributed trace. Only this header is kept; it is stored as
+// received and validated when a report is built. An empty tp does nothing.
+func (d *Dispatch) SetTraceParent(tp string) {
+	if d != nil && tp != "" {
+		d.traceCtx.Store(&tp)
+	}
+}
+
+// TraceParent returns the trace context set by SetTraceParent, or "". It
+// may be called from any goroutine while the dispatch runs.
+func (d *Dispatch) TraceParent() string {
+	if d == nil {
+		return ""
+	}
+	if p := d.traceCtx.Load(); p != nil {
 		return *p
 	}
 	return ""

@@ -62,3 +62,6 @@ func rtAbandoned() uint32
 
 //go:linkname rtInUse runtime.matrixInUse
 func rtInUse(p unsafe.Pointer) bool
+
+//go:linkname rtSetTraceParentHook runtime.matrixSetTraceParentHook
+func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))

@@ -21,6 +21,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"setfromstdout": cmdSetFromStdout,
 		"pprofflat":     cmdPprofFlat,
 		"stripnames":    cmdStripNames,
+		"otlprecv":      cmdOTLPRecv,
+		"otlpspans":     cmdOTLPSpans,
 	}
 }
 

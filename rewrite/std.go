@@ -42,9 +42,14 @@ func beginEnd(kind int, nameExpr string) string {
 
 var stdHooks = map[string][]stdHook{
 	"net/http": {
-		// Every request a server handles.
-		{recv: "serverHandler", name: "ServeHTTP", stmt: func([]string) string {
-			return beginEnd(kindHTTP, `"http"`)
+		// Every request a server handles. While recording, the
+		// request's trace context (and nothing else of it) goes to the
+		// dispatch, so that exported reports join the caller's trace.
+		{recv: "serverHandler", name: "ServeHTTP", stmt: func(p []string) string {
+			if len(p) < 3 || p[2] == "_" {
+				return beginEnd(kindHTTP, `"http"`)
+			}
+			return fmt.Sprintf("if __matrix_d := __matrix_begin(%d, %s); __matrix_d != nil { __matrix_traceparent(__matrix_d, %s.Header.Get(\"Traceparent\")); defer __matrix_end(__matrix_d, \"\") }; ", kindHTTP, `"http"`, p[2])
 		}},
 		// A server entering its accept loop: the service is ready.
 		{recv: "Server", name: "Serve", stmt: func([]string) string {

@@ -315,6 +315,7 @@ type stuck struct {
 	lag, anr    bool // report LAG, ANR
 	droppedANR  bool // ANR due but dropped: the tick was late
 	name, scene string
+	traceCtx    string // the request's traceparent, unvalidated
 	kind        beat.Kind
 	goid        uint64
 	start       time.Time
@@ -378,6 +379,7 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 			s.anr, s.droppedANR = false, true
 		}
 		s.name, s.scene, s.kind, s.goid, s.start, s.age = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.Start(), age
+		s.traceCtx = d.TraceParent()
 		if s.anr {
 			s.recorded = d.Recorded()
 			s.recs = d.Records(nil)
@@ -449,6 +451,9 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 			if block == "" {
 				c["note"] = noteNoThreadStack
 			}
+			if tp := validTraceParent(s.traceCtx); tp != "" {
+				c[KeyTraceParent] = tp
+			}
 			return c
 		}
 		if s.lag {
@@ -501,7 +506,7 @@ func anrTree(c map[string]any, s stuck) string {
 	c["cost"] = res.Cost
 	c["stack"] = res.Stack
 	c["stackKey"] = res.Key
-	c["frames"] = framesOf(res.Items)
+	c["frames"] = framesOf(res)
 	note := ""
 	switch {
 	case !s.recorded:

@@ -698,3 +698,41 @@ func TestScrubStack(t *testing.T) {
 		}
 	}
 }
+
+func TestLagAndANRCarryTraceParent(t *testing.T) {
+	requireLinked(t)
+	if err := beat.Start(beat.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	defer beat.Stop()
+	tr := NewANRTracer(ANRConfig{Lag: 50 * time.Millisecond, ANR: 100 * time.Millisecond})
+	var r countReporter
+	w := newWatchdog(tr, &r)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	release, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		d := beat.Begin(beat.KindHTTP, "traced")
+		d.SetTraceParent(tp)
+		parkedForTest(release)
+		d.End()
+	}()
+	time.Sleep(150 * time.Millisecond)
+	w.tick(time.Now(), 0)
+	close(release)
+	<-done
+	seen := map[string]bool{}
+	for _, is := range r.all() {
+		if is.Content["name"] != "traced" {
+			continue
+		}
+		d, _ := is.Content["detail"].(string)
+		seen[d] = true
+		if is.Content[KeyTraceParent] != tp {
+			t.Errorf("%s report: traceparent %v, want %s", d, is.Content[KeyTraceParent], tp)
+		}
+	}
+	if !seen[DetailLag] || !seen[DetailANR] {
+		t.Errorf("reports of the traced dispatch: %v", seen)
+	}
+}

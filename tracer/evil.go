@@ -28,6 +28,11 @@ type Frame struct {
 	// File and Line are where the function is declared, when known.
 	File string `json:"file"`
 	Line int    `json:"line"`
+	// Start is when the node began (its first call, for a node that
+	// folds several) in ms after the dispatch began, so that Start+Cost
+	// places the node in time; for the tree of package initialisation,
+	// after the first recorded function began (analysis.Result.Starts).
+	Start int64 `json:"start"`
 }
 
 // EvilMethodTracer is the slow-call tracer, Matrix's EvilMethodTracer. It
@@ -48,6 +53,7 @@ type Frame struct {
 //	recorded   false when the dispatch has no call tree; note then says why
 //	cpu        process CPU time used during the dispatch, ms (unix only)
 //	usage      cpu / wall time as a percentage, "37.50%" (unix only)
+//	traceparent  the request's W3C trace context, when it had a valid one
 //
 // Go has no per-goroutine CPU clock (a goroutine moves between threads):
 // cpu and usage are process-wide (getrusage RUSAGE_SELF), so other
@@ -57,7 +63,8 @@ type Frame struct {
 // times the cost of the rest of a dispatch); cpu and usage then cover that
 // slightly different interval, consistently. Reports never contain request
 // data (no URL, header or argument): only function ids and names,
-// durations and the scene.
+// durations and the scene, and the request's trace context (traceparent)
+// so that an exported report joins the caller's trace.
 //
 // Cost: DispatchBegin takes the cached CPU reading (a syscall at most once
 // per 1% of the threshold). DispatchEnd of a dispatch under the threshold is
@@ -166,6 +173,7 @@ type evilJob struct {
 	recorded bool // the dispatch had a buffer
 	name     string
 	scene    string
+	traceCtx string // the request's traceparent, unvalidated
 	kind     beat.Kind
 	goid     uint64
 	cost     time.Duration
@@ -194,6 +202,7 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration) {
 	j.recs = d.Records(j.recs[:0])
 	j.recorded = d.Recorded()
 	j.name, j.scene, j.kind, j.goid = d.Name(), d.Scene(), d.Kind(), d.Goid()
+	j.traceCtx = d.TraceParent()
 	j.cost, j.endMs, j.end = cost, d.EndMs(), d.Start().Add(cost)
 	select {
 	case t.jobs <- j:
@@ -250,14 +259,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		note = noteWrapped
 	}
 	res := analysis.Analyze(recs, analysis.Strict, j.endMs, costMs)
-	frames := make([]Frame, len(res.Items))
-	for i, it := range res.Items {
-		f := Frame{Depth: it.Depth, ID: it.ID, Count: it.Count, Cost: it.Cost}
-		if fn, ok := beat.Lookup(it.ID); ok {
-			f.Func, f.File, f.Line = fn.String(), fn.File, fn.Line
-		}
-		frames[i] = f
-	}
+	frames := framesOf(res)
 	scene := j.scene
 	if scene == "" {
 		scene = j.name
@@ -277,6 +279,9 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 	}
 	if note != "" {
 		content["note"] = note
+	}
+	if tp := validTraceParent(j.traceCtx); tp != "" {
+		content[KeyTraceParent] = tp
 	}
 	if j.hasCPU {
 		content["cpu"] = j.cpuNs / int64(time.Millisecond)

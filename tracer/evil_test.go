@@ -89,8 +89,8 @@ func TestEvilIssueContent(t *testing.T) {
 	wantFrames := []Frame{
 		{Depth: 0, ID: beat.DispatchID, Count: 1, Cost: 125, Func: "DISPATCH"},
 		{Depth: 1, ID: idA, Count: 1, Cost: 120},
-		{Depth: 2, ID: idB, Count: 1, Cost: 20},
-		{Depth: 2, ID: idC, Count: 1, Cost: 70},
+		{Depth: 2, ID: idB, Count: 1, Cost: 20, Start: 10},
+		{Depth: 2, ID: idC, Count: 1, Cost: 70, Start: 30},
 	}
 	if len(frames) != len(wantFrames) {
 		t.Fatalf("frames %+v", frames)
@@ -238,3 +238,21 @@ func TestEvilTracerLifecycleWithoutRecorder(t *testing.T) {
 type reporterFunc func(Issue) bool
 
 func (f reporterFunc) Report(is Issue) bool { return f(is) }
+
+func TestEvilIssueTraceParent(t *testing.T) {
+	const D = beat.DispatchID
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	j := &evilJob{
+		recs:     records(true, D, 0, true, idA, 0, false, idA, 800, false, D, 800),
+		recorded: true, name: "http", kind: beat.KindHTTP,
+		cost: 800 * time.Millisecond, endMs: 800, end: time.Now(),
+		traceCtx: tp,
+	}
+	if got := evilIssue(j, toAnalysis(j.recs)).Content[KeyTraceParent]; got != tp {
+		t.Errorf("traceparent = %v, want %s", got, tp)
+	}
+	j.traceCtx = "00-" + strings.Repeat("0", 32) + "-00f067aa0ba902b7-01"
+	if got, ok := evilIssue(j, toAnalysis(j.recs)).Content[KeyTraceParent]; ok {
+		t.Errorf("invalid traceparent reported as %v", got)
+	}
+}

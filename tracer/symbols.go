@@ -7,10 +7,13 @@ import (
 
 // framesOf symbolises the items of a call tree with the names the binary
 // carries (beat.Lookup), as the "frames" field of a report.
-func framesOf(items []analysis.Item) []Frame {
-	frames := make([]Frame, len(items))
-	for i, it := range items {
+func framesOf(res analysis.Result) []Frame {
+	frames := make([]Frame, len(res.Items))
+	for i, it := range res.Items {
 		f := Frame{Depth: it.Depth, ID: it.ID, Count: it.Count, Cost: it.Cost}
+		if i < len(res.Starts) {
+			f.Start = res.Starts[i]
+		}
 		if fn, ok := beat.Lookup(it.ID); ok {
 			f.Func, f.File, f.Line = fn.String(), fn.File, fn.Line
 		}

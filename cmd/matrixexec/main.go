@@ -15,6 +15,7 @@
 //	matrixexec html [-o FILE] [-by stackKey|scene] [-map FILE] [REPORT...]
 //	matrixexec retrace [-map FILE] [REPORT]
 //	matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
+//	matrixexec export otlp [-endpoint URL] [-service NAME] [-map FILE] REPORT...
 //
 // Flags given before the tool path inside the -toolexec string, and the
 // MATRIX_* environment variables, configure the build; see the README.
@@ -116,6 +117,8 @@ func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return pprofCmd(cfg, args[1:], stdin, stdout, stderr)
 	case "html":
 		return htmlCmd(cfg, args[1:], stdin, stdout, stderr)
+	case "export":
+		return exportCmd(cfg, args[1:], stdin, stdout)
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("unknown option %q (see matrixexec help)", args[0])
@@ -137,6 +140,8 @@ func usage(w io.Writer) {
   matrixexec retrace [-map FILE] [REPORT]       turn ids in a report into names
   matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
                                                 analyse recorded events
+  matrixexec export otlp [-endpoint URL] [-service NAME] [-map FILE] [-timeout D] REPORT...
+                                                send reports' issues as OTLP traces
 
 build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
   -map FILE          method mapping file   (MATRIX_MAP, default <module root>/.matrix/methodMapping.txt)

@@ -466,3 +466,18 @@ func matrixServing() {
 		h()
 	}
 }
+
+// The trace context (W3C traceparent header) of the request a patched
+// net/http server began a dispatch for reaches the dispatch through this
+// hook; beat installs it when it starts.
+var matrixTraceParentHook func(d unsafe.Pointer, tp string)
+
+//go:linkname matrixSetTraceParentHook
+func matrixSetTraceParentHook(f func(d unsafe.Pointer, tp string)) { matrixTraceParentHook = f }
+
+//go:linkname matrixDispatchTraceParent
+func matrixDispatchTraceParent(d unsafe.Pointer, tp string) {
+	if h := matrixTraceParentHook; h != nil && d != nil && tp != "" {
+		h(d, tp)
+	}
+}

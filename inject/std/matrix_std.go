@@ -28,3 +28,6 @@ func __matrix_scene(scene string)
 
 //go:linkname __matrix_serving runtime.matrixServing
 func __matrix_serving()
+
+//go:linkname __matrix_traceparent runtime.matrixDispatchTraceParent
+func __matrix_traceparent(d __matrix_unsafe.Pointer, tp string)

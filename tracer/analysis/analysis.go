@@ -165,8 +165,9 @@ func (st *openStack) truncate(k int) {
 
 // enter is what Items remembers of every enter it processed.
 type enter struct {
-	parent int // enter index of the enclosing open method, -1 for none
-	item   int // index of its item in the completion list, -1 for none
+	parent int    // enter index of the enclosing open method, -1 for none
+	item   int    // index of its item in the completion list, -1 for none
+	time   uint64 // the enter's timestamp
 }
 
 // done is a completed method (Matrix's MethodItem before tree building),
@@ -212,6 +213,13 @@ type done struct {
 // that tree, so each item's depth is at most the previous item's depth + 1
 // and the first item has depth 0.
 func Items(recs []Record, mode Mode, endMs uint64) []Item {
+	items, _ := itemsTimed(recs, mode, endMs)
+	return items
+}
+
+// itemsTimed is Items that also returns, for each item, the timestamp of
+// the enter of its first call.
+func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
 	var (
 		stack   = openStack{s: make([]open, 0, 64), dTop: -1}
 		enters  = make([]enter, 0, len(recs)/2+1)
@@ -266,7 +274,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 				o.depth = top.depth + 1
 				p = top.seq
 			}
-			enters = append(enters, enter{parent: p, item: -1})
+			enters = append(enters, enter{parent: p, item: -1, time: t})
 			stack.push(o)
 			continue
 		}
@@ -282,7 +290,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 		o := stack.s[k]
 		stack.truncate(k)
 		if t < o.time {
-			return nil
+			return nil, nil
 		}
 		complete(o, int64(t-o.time))
 	}
@@ -305,7 +313,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 		}
 	}
 	if len(comp) == 0 {
-		return nil
+		return nil, nil
 	}
 	return tree(comp, enters)
 }
@@ -317,7 +325,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 // a level misplaced the node, a first node of depth != 0 discarded the whole
 // tree, and a depth-0 node kept a stale father. The parent links recorded
 // while walking the records make the tree exact.
-func tree(comp []done, enters []enter) []Item {
+func tree(comp []done, enters []enter) ([]Item, []uint64) {
 	for i := range comp {
 		comp[i].up, comp[i].first, comp[i].last, comp[i].next = -1, -1, -1, -1
 	}
@@ -363,10 +371,12 @@ func tree(comp []done, enters []enter) []Item {
 	}
 
 	out := make([]Item, 0, len(comp))
+	starts := make([]uint64, 0, len(comp))
 	depth := 0
 	for i := rootFirst; i >= 0; {
 		c := &comp[i]
 		out = append(out, Item{Depth: depth, ID: c.id, Count: c.count, Cost: c.cost})
+		starts = append(starts, enters[c.seq].time)
 		if c.first >= 0 {
 			i = c.first
 			depth++
@@ -380,7 +390,7 @@ func tree(comp []done, enters []enter) []Item {
 			i = comp[i].next
 		}
 	}
-	return out
+	return out, starts
 }
 
 // Trim runs step 4 of docs/design.md (Matrix's trimStack with the slow-call
@@ -395,8 +405,14 @@ func tree(comp []done, enters []enter) []Item {
 // attached to their nearest kept ancestor and their depths adjusted, where
 // Matrix would leave a gap in the depths.
 func Trim(items []Item, maxItems int) []Item {
+	out, _ := trim(items, maxItems)
+	return out
+}
+
+// trim is Trim that also returns the index in items of each item kept.
+func trim(items []Item, maxItems int) ([]Item, []int) {
 	if maxItems < 0 {
-		return []Item{}
+		return []Item{}, nil
 	}
 	removed := make([]bool, len(items))
 	remain := len(items)
@@ -419,6 +435,7 @@ rounds:
 	type anc struct{ depth, childDepth int }
 	var st []anc
 	out := make([]Item, 0, min(remain, maxItems))
+	kept := make([]int, 0, min(remain, maxItems))
 	for i, it := range items {
 		if len(out) == maxItems {
 			break
@@ -437,8 +454,9 @@ rounds:
 		st = append(st, anc{it.Depth, d + 1})
 		it.Depth = d
 		out = append(out, it)
+		kept = append(kept, i)
 	}
-	return out
+	return out, kept
 }
 
 // StackKey runs step 6 of docs/design.md (Matrix's getTreeKey): candidates are
@@ -506,6 +524,12 @@ type Result struct {
 	Cost int64
 	// Key is the stack key "<id>|", or "" for an empty stack.
 	Key string
+	// Starts holds, for each item, when it began (the enter of its first
+	// call, for an item that folds several) in ms after the earliest item
+	// of the untrimmed tree began: the dispatch's begin in Strict mode.
+	// Starts has the length of Items; every value is >= 0, and a child
+	// never starts before its parent.
+	Starts []int64
 }
 
 // Analyze runs the whole analysis of docs/design.md on one buffer slice:
@@ -513,7 +537,26 @@ type Result struct {
 // reported cost (step 5) and StackKey (step 6). triggerCost is the cost that
 // made the tracer report (for example the dispatch's wall time), in ms.
 func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
-	items := Trim(Items(recs, mode, endMs), MaxStackLines)
+	all, times := itemsTimed(recs, mode, endMs)
+	items, kept := trim(all, MaxStackLines)
+	base := uint64(math.MaxUint64)
+	for _, t := range times {
+		base = min(base, t)
+	}
+	starts := make([]int64, len(items))
+	var parents []int64 // start of the open ancestor at each depth
+	for i, k := range kept {
+		s := int64(times[k] - base) // times are 43-bit: no overflow
+		d := items[i].Depth
+		parents = parents[:min(d, len(parents))]
+		if d > 0 && len(parents) > 0 {
+			// Garbage input can hold a child entered "before" its
+			// parent; it starts with it.
+			s = max(s, parents[len(parents)-1])
+		}
+		parents = append(parents, s)
+		starts[i] = s
+	}
 	var b []byte
 	cost := max(triggerCost, 0)
 	for _, it := range items {
@@ -521,7 +564,7 @@ func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
 		b = append(b, '\n')
 		cost = max(cost, it.Cost)
 	}
-	return Result{Items: items, Stack: string(b), Cost: cost, Key: StackKey(items, cost)}
+	return Result{Items: items, Stack: string(b), Cost: cost, Key: StackKey(items, cost), Starts: starts}
 }
 
 // Format renders r as the `analyze` CLI prints it: the stack lines exactly as

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -687,5 +688,72 @@ func TestLinearOnGarbage(t *testing.T) {
 	items := Items(rs, NonStrict, 0)
 	if len(items) != 1 || items[0] != (Item{0, 1, 1, 7}) {
 		t.Errorf("got %d items, first %v", len(items), items[:min(1, len(items))])
+	}
+}
+
+func TestAnalyzeStarts(t *testing.T) {
+	cases := []struct {
+		name    string
+		records string
+		mode    Mode
+		endMs   uint64
+		want    []int64
+	}{
+		{
+			name:    "nested and folded",
+			records: "i(D@100) i(1@102) i(2@105) o(2@110) i(3@111) o(3@112) i(3@112) o(3@114) o(1@150) i(4@160) o(4@190) o(D@200)",
+			mode:    Strict,
+			// D, 1, 2, 3 (two calls folded: the first one's start), 4
+			want: []int64{0, 2, 5, 11, 60},
+		},
+		{
+			name:    "leftovers before the dispatch",
+			records: "i(9@10) i(D@40) i(1@45) o(1@90) o(D@100)",
+			mode:    Strict,
+			want:    []int64{0, 5},
+		},
+		{
+			name:    "open methods closed at the end",
+			records: "i(D@7) i(1@8) i(2@20)",
+			mode:    Strict,
+			endMs:   50,
+			want:    []int64{0, 1, 13},
+		},
+		{
+			name:    "non-strict: earliest root",
+			records: "i(5@3) o(5@9) i(6@12) o(6@30)",
+			mode:    NonStrict,
+			want:    []int64{0, 9},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Analyze(recs(t, c.records), c.mode, c.endMs, 0)
+			if !slices.Equal(r.Starts, c.want) {
+				t.Errorf("Starts = %v, want %v (items %v)", r.Starts, c.want, r.Items)
+			}
+		})
+	}
+}
+
+func TestAnalyzeStartsAfterTrim(t *testing.T) {
+	// 40 cheap children then one costly one: the trimmed list keeps the
+	// costly child, whose start must be its own, not its list position's.
+	var b strings.Builder
+	b.WriteString("i(D@0) ")
+	t0 := 0
+	for i := range 40 {
+		id := 10 + i%2
+		b.WriteString("i(" + strconv.Itoa(id) + "@" + strconv.Itoa(t0) + ") o(" + strconv.Itoa(id) + "@" + strconv.Itoa(t0+1) + ") ")
+		t0++
+	}
+	b.WriteString("i(7@100) o(7@400) o(D@400)")
+	r := Analyze(recs(t, b.String()), Strict, 0, 400)
+	if len(r.Starts) != len(r.Items) {
+		t.Fatalf("%d starts for %d items", len(r.Starts), len(r.Items))
+	}
+	last := len(r.Items) - 1
+	if r.Items[last].ID != 7 || r.Starts[last] != 100 {
+		t.Errorf("last item %v starts at %d, want id 7 at 100", r.Items[last], r.Starts[last])
 	}
 }

@@ -97,6 +97,18 @@ func checkResult(t *testing.T, what string, items []Item, res Result) {
 	if (res.Key == "") != (len(res.Items) == 0) {
 		t.Fatalf("%s: key %q for %d items", what, res.Key, len(res.Items))
 	}
+	if len(res.Starts) != len(res.Items) {
+		t.Fatalf("%s: %d starts for %d items", what, len(res.Starts), len(res.Items))
+	}
+	var parents []int64
+	for i, s := range res.Starts {
+		d := res.Items[i].Depth
+		parents = parents[:min(d, len(parents))]
+		if s < 0 || len(parents) > 0 && d > 0 && s < parents[len(parents)-1] {
+			t.Fatalf("%s: item %d starts at %d, before its parent (%v)", what, i, s, res.Starts)
+		}
+		parents = append(parents, s)
+	}
 }
 
 func FuzzAnalyze(f *testing.F) {

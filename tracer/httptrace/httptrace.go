@@ -15,6 +15,9 @@ import (
 // DispatchName is the name of the dispatches the middleware begins.
 const DispatchName = "http"
 
+// TraceParentHeader is the W3C Trace Context header the middleware reads.
+const TraceParentHeader = "Traceparent"
+
 // Middleware runs each request as a dispatch (kind beat.KindHTTP, name
 // "http"). When next returns, the dispatch's scene becomes the route
 // pattern the request matched (Request.Pattern, which net/http's ServeMux
@@ -25,6 +28,10 @@ const DispatchName = "http"
 // A request already inside a dispatch (nested middleware, or the automatic
 // net/http hook of an instrumented standard library) joins it.
 //
+// The request's W3C trace context (its traceparent header, and nothing
+// else of the request) is handed to the dispatch (Dispatch.SetTraceParent),
+// so that reports exported over OTLP join the caller's trace.
+//
 // The pattern is read from the request next was given: a ServeMux reached
 // through another middleware that replaced the request (WithContext) sets
 // the pattern on the replacement, and the scene is then the method.
@@ -34,6 +41,9 @@ func Middleware(next http.Handler) http.Handler {
 		if d == nil {
 			next.ServeHTTP(w, r)
 			return
+		}
+		if d.TraceParent() == "" {
+			d.SetTraceParent(r.Header.Get(TraceParentHeader))
 		}
 		before := d.Scene()
 		defer end(d, r, before)

@@ -143,3 +143,34 @@ func TestPanickingHandlerEndsDispatch(t *testing.T) {
 		t.Errorf("dispatches %+v", ds)
 	}
 }
+
+// traceCtx records the trace context of the dispatches that ended.
+type traceCtx struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *traceCtx) DispatchBegin(*beat.Dispatch) {}
+func (c *traceCtx) DispatchEnd(d *beat.Dispatch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, d.TraceParent())
+}
+
+func TestTraceParentReachesTheDispatch(t *testing.T) {
+	observe(t)
+	c := &traceCtx{}
+	beat.AddObserver(c)
+	defer beat.RemoveObserver(c)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	h := Middleware(http.HandlerFunc(ok))
+	req := httptest.NewRequest("GET", "/x", nil)
+	req.Header.Set("traceparent", tp)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	serve(h, "/y") // no header
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.got) != 2 || c.got[0] != tp || c.got[1] != "" {
+		t.Errorf("trace contexts %q, want [%q, \"\"]", c.got, tp)
+	}
+}
