@@ -121,6 +121,10 @@ type Plan struct {
 	Funcs []Func
 	// Skips lists the functions left alone.
 	Skips []Skip
+	// Deferred lists the instrumented functions that keep a deferred exit
+	// hook, with the reason (DeferDefer, …), rather than an exit at each
+	// return.
+	Deferred []Skip
 
 	opts  Options
 	fset  *token.FileSet
@@ -136,9 +140,10 @@ type srcFile struct {
 	src       []byte
 	ast       *ast.File
 	cgo       bool
-	points    []insertion // sorted by offset
+	edits     []edit // sorted by offset
 }
 
+// insertion is a hook statement inserted after an opening brace (PatchStd).
 type insertion struct {
 	prefix string // statement before the hooks (main.main only)
 	fn     int    // index into Plan.Funcs
@@ -229,13 +234,14 @@ func (p *Plan) analyse() {
 			var (
 				name, kind string
 				body       *ast.BlockStmt
+				ftype      *ast.FuncType
 				pos        token.Pos
 				pragma     string
 			)
 			switch n := n.(type) {
 			case *ast.FuncDecl:
 				name, kind = namer.decl(n)
-				body, pos = n.Body, n.Type.Func
+				body, ftype, pos = n.Body, n.Type, n.Type.Func
 				pragma = skipPragma(n.Doc)
 				if pragma == "" && linknamed[n.Name.Name] {
 					pragma = "go:linkname"
@@ -243,7 +249,7 @@ func (p *Plan) analyse() {
 			case *ast.FuncLit:
 				name = namer.lit(n, stack)
 				kind = KindClosure
-				body, pos = n.Body, n.Type.Func
+				body, ftype, pos = n.Body, n.Type, n.Type.Func
 				for _, outer := range stack[:len(stack)-1] {
 					if r, ok := skipOuter[outer]; ok {
 						pragma = r
@@ -286,15 +292,24 @@ func (p *Plan) analyse() {
 			if isMain {
 				prefix = hookMainEntered + "(); "
 			}
-			f.points = append(f.points, insertion{
-				prefix: prefix,
-				fn:     len(p.Funcs) - 1,
-				offset: p.fset.Position(body.Lbrace).Offset + 1,
-				resume: resumeDirective(p.fset, f, body.Lbrace),
-			})
+			fn := len(p.Funcs) - 1
+			reason := DeferOnce
+			if !isMain && kind != KindInit {
+				reason = exitDeferReason(ftype, body)
+			}
+			if reason != "" {
+				p.Deferred = append(p.Deferred, Skip{Name: name, Reason: ReasonDeferredExit + ":" + reason, Pos: position})
+				lbrace := p.offset(body.Lbrace) + 1
+				text := fmt.Sprintf("%sif %s.v != 0 && %s(%s) { defer %s(%s) }; %s", prefix, HookActive, HookEnter, idMark, HookExit, idMark, resumeDirective(p.fset, f, body.Lbrace))
+				f.edits = append(f.edits, edit{offset: lbrace, end: lbrace, fn: fn, text: text})
+				return true
+			}
+			f.edits = append(f.edits, p.exitEdits(f, fn, ftype, body, prefix)...)
 			return true
 		})
-		sort.Slice(f.points, func(i, j int) bool { return f.points[i].offset < f.points[j].offset })
+		// Stable: edits at one offset (the end of a result type and the
+		// opening brace that follows it) keep their order.
+		sort.SliceStable(f.edits, func(i, j int) bool { return f.edits[i].offset < f.edits[j].offset })
 	}
 }
 
@@ -335,19 +350,18 @@ func (p *Plan) Apply(ids []uint32) ([]Output, error) {
 	out := make([]Output, len(p.files))
 	for i, f := range p.files {
 		out[i].Path = f.path
-		if len(f.points) == 0 {
+		if len(f.edits) == 0 {
 			continue
 		}
 		var b bytes.Buffer
-		b.Grow(len(f.src) + len(f.points)*128 + len(f.path) + 16)
+		b.Grow(len(f.src) + len(f.edits)*96 + len(f.path) + 16)
 		// Restore the original file name, exactly as cmd/cover does.
 		fmt.Fprintf(&b, "//line %s:1:1\n", f.path)
 		last := 0
-		for _, pt := range f.points {
-			b.Write(f.src[last:pt.offset])
-			id := ids[pt.fn]
-			fmt.Fprintf(&b, "%sif %s.v != 0 && %s(%d) { defer %s(%d) }; %s", pt.prefix, HookActive, HookEnter, id, HookExit, id, pt.resume)
-			last = pt.offset
+		for _, e := range f.edits {
+			b.Write(f.src[last:e.offset])
+			b.WriteString(strings.ReplaceAll(e.text, idMark, strconv.FormatUint(uint64(ids[e.fn]), 10)))
+			last = e.end
 		}
 		b.Write(f.src[last:])
 		out[i].Src = b.Bytes()
