@@ -5,12 +5,13 @@
 // hands to the compiler, it decides which functions to instrument (the
 // filters of Tencent Matrix's Trace Canary, translated to Go: no calls,
 // trivial accessors, inlinable functions, compiler pragmas, cgo output and
-// blacklisted functions are skipped), and inserts an enter hook and a
-// deferred exit hook at the opening brace of every function that passes.
+// blacklisted functions are skipped), and inserts an enter hook at the
+// opening brace of every function that passes and an exit hook at each of
+// its returns (see exits.go; a few functions keep a deferred exit hook).
 //
-// Rewriting never moves an original token: the hooks are inserted on the line
-// of the opening brace, a block line directive restores the column of the
-// text that follows them, and a //line directive at the top of each rewritten
+// Rewriting never moves an original token: the hooks are inserted on the
+// lines of the tokens they precede, block line directives restore the
+// position of the text that follows them, and a //line directive at the top of each rewritten
 // file restores its original name, exactly as cmd/cover does. The hooks reach
 // the recorder through bodyless linkname declarations in one generated file
 // per package (see HooksFile), so no import is added to user files.
