@@ -146,8 +146,7 @@ type srcFile struct {
 
 // insertion is a hook statement inserted after an opening brace (PatchStd).
 type insertion struct {
-	prefix string // statement before the hooks (main.main only)
-	fn     int    // index into Plan.Funcs
+	fn     int    // index into the hook texts
 	offset int    // byte offset just after the opening brace
 	resume string
 }
