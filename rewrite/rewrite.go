@@ -146,8 +146,8 @@ type srcFile struct {
 
 // insertion is a hook statement inserted after an opening brace (PatchStd).
 type insertion struct {
-	fn     int    // index into the hook texts
-	offset int    // byte offset just after the opening brace
+	fn     int // index into the hook texts
+	offset int // byte offset just after the opening brace
 	resume string
 }
 
