@@ -46,7 +46,9 @@
 // Next to the map, "<map file>.skipped" lists the functions that were not
 // instrumented, one per line, as "<pkgpath> <func> <reason> <file:line>"
 // (reason is a single token such as no-calls, trivial, inlinable,
-// pragma:go:nosplit, blacklist or cgo). It is append-only; an entry is only
+// pragma:go:nosplit, blacklist or cgo), and the instrumented functions that
+// keep a deferred exit hook, with a reason exit-defer:<why> (see package
+// rewrite). It is append-only; an entry is only
 // appended if its (pkgpath, func, reason) is not listed yet.
 //
 // # Concurrency and crash safety

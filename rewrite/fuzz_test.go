@@ -66,25 +66,29 @@ func FuzzRewrite(f *testing.F) {
 		if len(src) > 1<<16 || bytes.Contains(src, []byte("__matrix_")) {
 			return
 		}
-		p, got, path := rewriteSource(t, string(src))
-		ids := make([]uint32, len(p.Funcs))
-		for i := range ids {
-			ids[i] = uint32(i + 1) // as rewriteSource numbers them
-		}
-		if got == nil {
-			return // nothing to instrument, or the original does not parse
-		}
-		if _, err := parser.ParseFile(token.NewFileSet(), "out.go", got, parser.ParseComments); err != nil {
-			t.Fatalf("rewritten file does not parse: %v\n%s", err, got)
-		}
-		if _, err := format.Source(got); err != nil {
-			t.Fatalf("rewritten file does not format: %v", err)
-		}
-		checkPositions(t, path, src, got)
-		orig := typeChecks(map[string][]byte{"x.go": src})
-		inst := typeChecks(map[string][]byte{"x.go": got, HooksFileName: p.HooksFile(ids)})
-		if orig != inst {
-			t.Fatalf("original type-checks: %v, rewritten: %v\n%s", orig, inst, got)
+		// Both ways of recording exits: deferred (the default) and at
+		// the returns.
+		for _, returns := range []bool{false, true} {
+			p, got, path := rewriteSourceMode(t, string(src), returns)
+			ids := make([]uint32, len(p.Funcs))
+			for i := range ids {
+				ids[i] = uint32(i + 1) // as rewriteSource numbers them
+			}
+			if got == nil {
+				continue // nothing to instrument, or the original does not parse
+			}
+			if _, err := parser.ParseFile(token.NewFileSet(), "out.go", got, parser.ParseComments); err != nil {
+				t.Fatalf("rewritten file does not parse: %v\n%s", err, got)
+			}
+			if _, err := format.Source(got); err != nil {
+				t.Fatalf("rewritten file does not format: %v", err)
+			}
+			checkPositions(t, path, src, got)
+			orig := typeChecks(map[string][]byte{"x.go": src})
+			inst := typeChecks(map[string][]byte{"x.go": got, HooksFileName: p.HooksFile(ids)})
+			if orig != inst {
+				t.Fatalf("original type-checks: %v, rewritten: %v\n%s", orig, inst, got)
+			}
 		}
 	})
 }

@@ -5,12 +5,13 @@
 // hands to the compiler, it decides which functions to instrument (the
 // filters of Tencent Matrix's Trace Canary, translated to Go: no calls,
 // trivial accessors, inlinable functions, compiler pragmas, cgo output and
-// blacklisted functions are skipped), and inserts an enter hook and a
-// deferred exit hook at the opening brace of every function that passes.
+// blacklisted functions are skipped), and inserts an enter hook at the
+// opening brace of every function that passes and an exit hook at each of
+// its returns (see exits.go; a few functions keep a deferred exit hook).
 //
-// Rewriting never moves an original token: the hooks are inserted on the line
-// of the opening brace, a block line directive restores the column of the
-// text that follows them, and a //line directive at the top of each rewritten
+// Rewriting never moves an original token: the hooks are inserted on the
+// lines of the tokens they precede, block line directives restore the
+// position of the text that follows them, and a //line directive at the top of each rewritten
 // file restores its original name, exactly as cmd/cover does. The hooks reach
 // the recorder through bodyless linkname declarations in one generated file
 // per package (see HooksFile), so no import is added to user files.
@@ -87,6 +88,11 @@ type Options struct {
 	// functions at their hot call sites up to HotInlineBudget, so those
 	// estimated within it are skipped like other inlinable functions.
 	Hot func(linkName string) bool
+	// ReturnExits records each function's exit at its returns instead of
+	// with a deferred call (see exitEdits): less code on the path that
+	// does not record. Functions that cannot take it keep the deferred
+	// exit and are listed in Plan.Deferred.
+	ReturnExits bool
 }
 
 // TypesConfig is what type checking a package needs from its compile.
@@ -121,6 +127,10 @@ type Plan struct {
 	Funcs []Func
 	// Skips lists the functions left alone.
 	Skips []Skip
+	// Deferred lists the instrumented functions that keep a deferred exit
+	// hook, with the reason (DeferDefer, …), rather than an exit at each
+	// return.
+	Deferred []Skip
 
 	opts  Options
 	fset  *token.FileSet
@@ -136,13 +146,13 @@ type srcFile struct {
 	src       []byte
 	ast       *ast.File
 	cgo       bool
-	points    []insertion // sorted by offset
+	edits     []edit // sorted by offset
 }
 
+// insertion is a hook statement inserted after an opening brace (PatchStd).
 type insertion struct {
-	prefix string // statement before the hooks (main.main only)
-	fn     int    // index into Plan.Funcs
-	offset int    // byte offset just after the opening brace
+	fn     int // index into the hook texts
+	offset int // byte offset just after the opening brace
 	resume string
 }
 
@@ -229,13 +239,14 @@ func (p *Plan) analyse() {
 			var (
 				name, kind string
 				body       *ast.BlockStmt
+				ftype      *ast.FuncType
 				pos        token.Pos
 				pragma     string
 			)
 			switch n := n.(type) {
 			case *ast.FuncDecl:
 				name, kind = namer.decl(n)
-				body, pos = n.Body, n.Type.Func
+				body, ftype, pos = n.Body, n.Type, n.Type.Func
 				pragma = skipPragma(n.Doc)
 				if pragma == "" && linknamed[n.Name.Name] {
 					pragma = "go:linkname"
@@ -243,7 +254,7 @@ func (p *Plan) analyse() {
 			case *ast.FuncLit:
 				name = namer.lit(n, stack)
 				kind = KindClosure
-				body, pos = n.Body, n.Type.Func
+				body, ftype, pos = n.Body, n.Type, n.Type.Func
 				for _, outer := range stack[:len(stack)-1] {
 					if r, ok := skipOuter[outer]; ok {
 						pragma = r
@@ -286,15 +297,29 @@ func (p *Plan) analyse() {
 			if isMain {
 				prefix = hookMainEntered + "(); "
 			}
-			f.points = append(f.points, insertion{
-				prefix: prefix,
-				fn:     len(p.Funcs) - 1,
-				offset: p.fset.Position(body.Lbrace).Offset + 1,
-				resume: resumeDirective(p.fset, f, body.Lbrace),
-			})
+			fn := len(p.Funcs) - 1
+			reason := ""
+			if p.opts.ReturnExits {
+				reason = DeferOnce
+				if !isMain && kind != KindInit {
+					reason = exitDeferReason(ftype, body)
+				}
+			}
+			if !p.opts.ReturnExits || reason != "" {
+				if reason != "" {
+					p.Deferred = append(p.Deferred, Skip{Name: name, Reason: ReasonDeferredExit + ":" + reason, Pos: position})
+				}
+				lbrace := p.offset(body.Lbrace) + 1
+				text := fmt.Sprintf("%sif %s.v != 0 && %s(%s) { defer %s(%s) }; %s", prefix, HookActive, HookEnter, idMark, HookExit, idMark, resumeDirective(p.fset, f, body.Lbrace))
+				f.edits = append(f.edits, edit{offset: lbrace, end: lbrace, fn: fn, text: text})
+				return true
+			}
+			f.edits = append(f.edits, p.exitEdits(f, fn, ftype, body, prefix)...)
 			return true
 		})
-		sort.Slice(f.points, func(i, j int) bool { return f.points[i].offset < f.points[j].offset })
+		// Stable: edits at one offset (the end of a result type and the
+		// opening brace that follows it) keep their order.
+		sort.SliceStable(f.edits, func(i, j int) bool { return f.edits[i].offset < f.edits[j].offset })
 	}
 }
 
@@ -335,19 +360,18 @@ func (p *Plan) Apply(ids []uint32) ([]Output, error) {
 	out := make([]Output, len(p.files))
 	for i, f := range p.files {
 		out[i].Path = f.path
-		if len(f.points) == 0 {
+		if len(f.edits) == 0 {
 			continue
 		}
 		var b bytes.Buffer
-		b.Grow(len(f.src) + len(f.points)*128 + len(f.path) + 16)
+		b.Grow(len(f.src) + len(f.edits)*96 + len(f.path) + 16)
 		// Restore the original file name, exactly as cmd/cover does.
 		fmt.Fprintf(&b, "//line %s:1:1\n", f.path)
 		last := 0
-		for _, pt := range f.points {
-			b.Write(f.src[last:pt.offset])
-			id := ids[pt.fn]
-			fmt.Fprintf(&b, "%sif %s.v != 0 && %s(%d) { defer %s(%d) }; %s", pt.prefix, HookActive, HookEnter, id, HookExit, id, pt.resume)
-			last = pt.offset
+		for _, e := range f.edits {
+			b.Write(f.src[last:e.offset])
+			b.WriteString(strings.ReplaceAll(e.text, idMark, strconv.FormatUint(uint64(ids[e.fn]), 10)))
+			last = e.end
 		}
 		b.Write(f.src[last:])
 		out[i].Src = b.Bytes()

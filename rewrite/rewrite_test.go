@@ -13,12 +13,19 @@ import (
 // rewriteSource plans and applies the rewrite of one file with ids 1..n.
 func rewriteSource(t testing.TB, src string) (*Plan, []byte, string) {
 	t.Helper()
+	return rewriteSourceMode(t, src, false)
+}
+
+// rewriteSourceMode is rewriteSource with exits recorded at the returns
+// (returns) or deferred.
+func rewriteSourceMode(t testing.TB, src string, returns bool) (*Plan, []byte, string) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.go")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan([]string{path}, Options{PkgPath: "example.com/x"})
+	p, err := NewPlan([]string{path}, Options{PkgPath: "example.com/x", ReturnExits: returns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +69,25 @@ func tokens(t testing.TB, name string, src []byte) []tok {
 }
 
 // checkPositions asserts that every token of the original is found, in
-// order, in the rewritten file at the same file:line:column.
+// order, in the rewritten file at the same file:line:column. A return
+// keyword with results is emitted after them (see exits.go): it is looked
+// for, at its own position, anywhere after the tokens that precede it.
 func checkPositions(t testing.TB, path string, orig, rewritten []byte) {
 	t.Helper()
 	want := tokens(t, path, orig)
 	got := tokens(t, filepath.Join(filepath.Dir(path), "rewritten.go"), rewritten)
 	j := 0
 	for _, w := range want {
+		if w.tok == token.RETURN {
+			k := j
+			for k < len(got) && (got[k].tok != w.tok || got[k].pos != w.pos) {
+				k++
+			}
+			if k == len(got) {
+				t.Fatalf("return at %v not found in the rewritten file\n%s", w.pos, rewritten)
+			}
+			continue
+		}
 		for j < len(got) && (got[j].tok != w.tok || got[j].lit != w.lit || got[j].pos != w.pos) {
 			if got[j].pos.Filename == w.pos.Filename && got[j].pos.Line > w.pos.Line {
 				t.Fatalf("token %v %q at %v not found in the rewritten file\n%s", w.tok, w.lit, w.pos, rewritten)

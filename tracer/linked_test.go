@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/tracer/analysis"
 	"github.com/matrixgo/matrix/tracer/httptrace"
 )
 
@@ -419,5 +420,71 @@ func BenchmarkSlowDispatchCopy(b *testing.B) {
 			beat.Exit(idA)
 		}
 		d.End()
+	}
+}
+
+// TestPanicRecoveredTwoFramesUp records what instrumented code records when
+// a panic is recovered two frames above its origin inside a dispatch:
+// functions record their exit at their returns, so the two frames the panic
+// unwinds (idB and idC) have no exit; the recovering frame (idA, which
+// defers, and so keeps a deferred exit) has one. The report's tree keeps
+// every frame at its depth with a cost no smaller than its child's, and the
+// call that follows the recovery (idD) is idA's sibling, not a child of the
+// unwound frames.
+func TestPanicRecoveredTwoFramesUp(t *testing.T) {
+	const idD = 1040004
+	cfg := DefaultTraceConfig()
+	cfg.EvilThreshold = 100 * time.Millisecond
+	p, got, _ := startPlugin(t, cfg)
+	inner := func() {
+		beat.Enter(idC)
+		time.Sleep(150 * time.Millisecond)
+		panic("boom")
+	}
+	middle := func() {
+		beat.Enter(idB)
+		inner()
+		beat.Exit(idB)
+	}
+	outer := func() (recovered any) {
+		beat.Enter(idA)
+		defer beat.Exit(idA)
+		defer func() { recovered = recover() }()
+		middle()
+		return nil
+	}
+	var recovered any
+	beat.Run("panics", func() {
+		recovered = outer()
+		beat.Enter(idD)
+		time.Sleep(10 * time.Millisecond)
+		beat.Exit(idD)
+	})
+	p.Stop()
+	if recovered != "boom" {
+		t.Fatalf("recovered %v", recovered)
+	}
+	issues := got.all()
+	if len(issues) != 1 {
+		t.Fatalf("%d issues, want 1: %+v", len(issues), issues)
+	}
+	c := issues[0].Content
+	frames := c["frames"].([]Frame)
+	var shape []string
+	for _, f := range frames {
+		shape = append(shape, fmt.Sprintf("%d:%d", f.Depth, f.ID))
+	}
+	want := fmt.Sprintf("0:%d 1:%d 2:%d 3:%d 1:%d", analysis.Dispatch, idA, idB, idC, idD)
+	if got := strings.Join(shape, " "); got != want {
+		t.Fatalf("tree %s, want %s\n%s", got, want, c["stack"])
+	}
+	// Each frame costs at least its child; the sleeping frame at least
+	// its sleep; the dispatch at least both sleeps.
+	if frames[3].Cost < 150 || frames[2].Cost < frames[3].Cost || frames[1].Cost < frames[2].Cost ||
+		frames[4].Cost < 10 || frames[0].Cost < frames[1].Cost+frames[4].Cost {
+		t.Errorf("costs %+v\n%s", frames, c["stack"])
+	}
+	if issues[0].Key != fmt.Sprintf("%d|", idC) {
+		t.Errorf("key %q, want the frame that slept and panicked\n%s", issues[0].Key, c["stack"])
 	}
 }

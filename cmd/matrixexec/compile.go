@@ -217,6 +217,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	plan, err := rewrite.NewPlan(srcs, rewrite.Options{
 		PkgPath:      pkg,
 		InlineBudget: cfg.inlineBudget,
+		ReturnExits:  cfg.returnExits,
 		TrimPath:     trim,
 		Types:        tc,
 		Hot:          hot,
@@ -229,10 +230,12 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	if err != nil {
 		return nil, err
 	}
-	if len(plan.Skips) > 0 {
-		skips := make([]idalloc.Skip, len(plan.Skips))
-		for i, s := range plan.Skips {
-			skips[i] = idalloc.Skip{Name: s.Name, Reason: s.Reason, Pos: cfg.mapPos(s.Pos)}
+	if len(plan.Skips)+len(plan.Deferred) > 0 {
+		// Functions that keep a deferred exit hook are listed too, with
+		// a reason that says so (exit-defer:…).
+		skips := make([]idalloc.Skip, 0, len(plan.Skips)+len(plan.Deferred))
+		for _, s := range append(plan.Skips[:len(plan.Skips):len(plan.Skips)], plan.Deferred...) {
+			skips = append(skips, idalloc.Skip{Name: s.Name, Reason: s.Reason, Pos: cfg.mapPos(s.Pos)})
 		}
 		if err := m.RecordSkipped(pkg, skips); err != nil {
 			return nil, mapError(err)

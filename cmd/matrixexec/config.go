@@ -24,6 +24,7 @@ type config struct {
 	blacklistPath string // blacklist file
 	blacklistSet  bool   // the blacklist was named explicitly: it must exist
 	inlineBudget  int
+	returnExits   bool // exit hooks at the returns (-exits returns)
 	logPath       string
 	zeroCode      string // zeroAuto, zeroOn or zeroOff
 	toolPath      string // the tool cmd/go runs through us, if any
@@ -47,6 +48,8 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	fs.StringVar(&cfg.blacklistPath, "blacklist", getenv("MATRIX_BLACKLIST"), "blacklist file")
 	budget := getenv("MATRIX_INLINE_BUDGET")
 	fs.StringVar(&budget, "inline-budget", budget, "inlining cost under which functions are skipped")
+	exits := getenv("MATRIX_EXITS")
+	fs.StringVar(&exits, "exits", exits, "where exit hooks go: defer or returns")
 	fs.StringVar(&cfg.logPath, "log", getenv("MATRIX_LOG"), "diagnostics file")
 	fs.StringVar(&cfg.zeroCode, "zerocode", getenv("MATRIX_ZEROCODE"), "zero-code mode: auto, on or off")
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +67,13 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 			return nil, nil, fmt.Errorf("bad inline budget %q (MATRIX_INLINE_BUDGET or -inline-budget): want an integer", budget)
 		}
 		cfg.inlineBudget = n
+	}
+	switch exits {
+	case "", "defer":
+	case "returns":
+		cfg.returnExits = true
+	default:
+		return nil, nil, fmt.Errorf("bad exit hook mode %q (MATRIX_EXITS or -exits): want defer or returns", exits)
 	}
 	switch cfg.zeroCode {
 	case "":

@@ -8,7 +8,8 @@
 // docs/design.md are its golden tests) and deliberately differs from Matrix
 // where Matrix is wrong; every such place carries a "Matrix:" comment. In
 // short: a cost of exactly 5000 ms is merged like any other cost; tree
-// building never drops or misplaces a node, whatever the depths; an exit
+// building never drops or misplaces a node, whatever the depths; enters
+// left without an exit by a panic are closed at their caller's exit; an exit
 // whose enter lies below a Dispatch enter, or does not exist at all, is
 // dropped with the stack left intact; nested dispatches and leftovers of
 // earlier dispatches never produce negative depths nor fold into the wrong
@@ -193,7 +194,9 @@ type done struct {
 // parent+1 (0 on an empty stack). An exit is matched with the nearest open
 // enter of the same id above the nearest open Dispatch enter (an exit of
 // Dispatch matches that Dispatch enter): enters above the match lost their
-// exit and vanish without an item; an exit with no such match is dropped
+// exit (a panic unwound them: instrumented functions record their exit at
+// their returns) and are completed at the match's exit, innermost first; an
+// exit with no such match is dropped
 // and the stack is left unchanged. An exit earlier than its enter (negative
 // duration) aborts the analysis: Items returns nil. At the end, Strict mode
 // closes every method still open at end = max(endMs, the latest timestamp
@@ -288,10 +291,23 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
 			continue
 		}
 		o := stack.s[k]
-		stack.truncate(k)
 		if t < o.time {
 			return nil, nil
 		}
+		// Matrix: the enters above the match lost their exit and were
+		// dropped. Here they are the frames a panic (or a lost record)
+		// left without an exit: they ended no later than their caller,
+		// so they are closed at its exit, innermost first, and keep their
+		// cost in the tree.
+		for j := len(stack.s) - 1; j > k; j-- {
+			lost := stack.s[j]
+			d := int64(0)
+			if t > lost.time {
+				d = int64(min(t-lost.time, math.MaxInt64))
+			}
+			complete(lost, d)
+		}
+		stack.truncate(k)
 		complete(o, int64(t-o.time))
 	}
 

@@ -172,13 +172,13 @@ func TestItemsEdgeCases(t *testing.T) {
 		cost:    10,
 		key:     "1|",
 	}, {
-		name:    "lost exit vanishes and keeps its children",
+		name:    "lost exit is closed at its caller's exit",
 		records: "i(D@0) i(1@0) i(2@5) i(3@6) o(3@8) o(1@20) o(D@20)",
-		// 2 never exits: o(1) pops it without an item; 3 (depth 3 in
-		// Matrix, a gap) is re-attached under 1.
-		want: []string{"0,D,1,20", "1,1,1,20", "2,3,1,2"},
+		// 2 never exits (a panic unwound it): o(1) closes it at 20 with
+		// its child 3. Matrix dropped it.
+		want: []string{"0,D,1,20", "1,1,1,20", "2,2,1,15", "3,3,1,2"},
 		cost: 20,
-		key:  "1|",
+		key:  "2|",
 	}, {
 		name:    "lost dispatch exit",
 		records: "i(D@0) i(1@0) i(2@0) o(2@10) i(D@20) i(3@20) o(3@30) o(D@30)",
@@ -756,4 +756,26 @@ func TestAnalyzeStartsAfterTrim(t *testing.T) {
 	if r.Items[last].ID != 7 || r.Starts[last] != 100 {
 		t.Errorf("last item %v starts at %d, want id 7 at 100", r.Items[last], r.Starts[last])
 	}
+}
+
+// TestPanicUnwoundFrames: functions record their exit at their returns, so
+// a panic raised in 3 and recovered by 1 (a frame with a deferred exit, two
+// frames above) leaves 2 and 3 without exits. They are closed at 1's exit:
+// every frame keeps its cost, none is negative, none leaks into the calls
+// that follow (4 is 1's sibling, not 3's child), and the dispatch's later
+// calls are unaffected.
+func TestPanicUnwoundFrames(t *testing.T) {
+	runCases(t, []analyzeCase{{
+		name:    "recovered two frames up",
+		records: "i(D@0) i(1@0) i(2@10) i(5@10) o(5@20) i(3@20) o(1@300) i(4@300) o(4@310) o(D@320)",
+		want:    []string{"0,D,1,320", "1,1,1,300", "2,2,1,290", "3,5,1,10", "3,3,1,280", "1,4,1,10"},
+		cost:    320,
+		key:     "3|",
+	}, {
+		name:    "recovered by the dispatch",
+		records: "i(D@0) i(1@0) i(2@5) i(3@6) o(D@50) i(D@60) i(4@60) o(4@70) o(D@70)",
+		want:    []string{"0,D,1,50", "1,1,1,50", "2,2,1,45", "3,3,1,44", "0,D,1,10", "1,4,1,10"},
+		cost:    50,
+		key:     "3|",
+	}})
 }

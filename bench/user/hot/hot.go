@@ -17,9 +17,10 @@ func Empty() {}
 
 // Hooked is instrumented: matrixexec inserts
 //
-//	if __matrix_on.v != 0 { __matrix_i(id); defer __matrix_o(id) }
+//	__matrix_e := __matrix_on.v != 0 && __matrix_i(id)
 //
-// after its opening brace. It calls Empty, like every function matrixexec
+// after its opening brace and `if __matrix_e { __matrix_o(id) }` before its
+// closing brace. It calls Empty, like every function matrixexec
 // instruments calls something, so it has a stack frame with or without
 // hooks: Hooked − Twin is what the hooks add to a typical function.
 //
@@ -34,8 +35,8 @@ func Twin() { Empty() }
 
 // HookedLeaf and TwinLeaf are the worst case: a function whose only call
 // compiles to nothing (runtime.KeepAlive), so that without hooks it is a
-// bare RET, and the hooks bring a stack frame, a stack check and the
-// defer bookkeeping with them. matrixexec's inlining filter skips such
+// bare RET, and the hooks bring a stack frame and a stack check with
+// them. matrixexec's inlining filter skips such
 // functions unless -inline-budget -1 is given (or they are too large to
 // inline).
 //

@@ -1,0 +1,271 @@
+package rewrite
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"strconv"
+	"strings"
+)
+
+// Exit hooks.
+//
+// An instrumented function records its exit at its returns: the entry check
+// leaves a per-frame flag, and every return statement of the function (not
+// those of the function literals it contains) becomes
+//
+//	r0, r1 = <results>; if __matrix_e { __matrix_o(id) }; return
+//
+// so that the results are evaluated, and the calls they make are counted,
+// before the exit is recorded. Unnamed results are named __matrix_r0, … for
+// this (callers see the same type; nothing in the body can refer to those
+// names), named results are assigned as a return statement assigns them, and
+// deferred functions then see and change them exactly as before. A function
+// without results that can fall off its end records its exit before the
+// closing brace. Every original token keeps its position through block line
+// directives; the return keyword is emitted after its results, at its own
+// position.
+//
+// A frame left by a panic or runtime.Goexit records no exit: the analysis
+// closes it at the exit of the nearest frame that records one. Functions
+// for which this would misplace calls, or which cannot be rewritten so, keep
+// a deferred exit hook (see exitDeferReason).
+
+// Identifiers of the returns rewriting. Users' code never contains them.
+const (
+	exitFlag     = "__matrix_e"
+	resultPrefix = "__matrix_r"
+)
+
+// idMark stands for the function id in rendered edits until Apply knows it.
+const idMark = "\x00"
+
+// Reasons for keeping a deferred exit hook, as written to the skipped file
+// with ReasonDeferredExit.
+const (
+	// ReasonDeferredExit prefixes the reason of a function instrumented
+	// with a deferred exit hook ("exit-defer:defer").
+	ReasonDeferredExit = "exit-defer"
+	// DeferDefer: the function defers calls; one of them may recover a
+	// panic, after which the function returns without a return statement.
+	DeferDefer = "defer"
+	// DeferRecover: the function calls recover itself.
+	DeferRecover = "recover"
+	// DeferBlankResult: a result is named _, so assigning it does not set
+	// what the function returns.
+	DeferBlankResult = "blank-result"
+	// DeferShadowedResult: a result's name is declared again inside the
+	// function, so an assignment to it in a return could reach the wrong
+	// variable.
+	DeferShadowedResult = "shadowed-result"
+	// DeferManyReturns: more than MaxExitReturns return statements.
+	DeferManyReturns = "returns"
+	// DeferOnce: main.main and init functions run once, so the deferred
+	// hook costs nothing that matters, and it records their exit when a
+	// panic ends the program.
+	DeferOnce = "once"
+)
+
+// MaxExitReturns is the number of return statements above which a function
+// keeps a deferred exit hook rather than an exit at each return.
+const MaxExitReturns = 64
+
+// edit replaces src[offset:end] (end == offset: inserts at offset) with
+// text, in which idMark stands for the id of Plan.Funcs[fn].
+type edit struct {
+	offset, end int
+	fn          int
+	text        string
+}
+
+// exitDeferReason returns why the function with this type and body keeps a
+// deferred exit hook, or "" if its returns can be rewritten.
+func exitDeferReason(ft *ast.FuncType, body *ast.BlockStmt) string {
+	results := map[string]bool{}
+	if ft.Results != nil {
+		for _, f := range ft.Results.List {
+			for _, n := range f.Names {
+				if n.Name == "_" {
+					return DeferBlankResult
+				}
+				results[n.Name] = true
+			}
+		}
+	}
+	reason := ""
+	returns := 0
+	ast.Inspect(body, func(n ast.Node) bool {
+		if reason != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			// Its defers and returns are its own; a declaration in it
+			// could still shadow a result name in a return of ours only
+			// if the return were inside it, which it is not. Check its
+			// parameters anyway for simplicity: being conservative is
+			// safe.
+			declares(results, n.Type, &reason)
+			ast.Inspect(n.Body, func(m ast.Node) bool {
+				declares(results, m, &reason)
+				return reason == ""
+			})
+			return false
+		case *ast.DeferStmt:
+			reason = DeferDefer
+		case *ast.CallExpr:
+			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && id.Name == "recover" && len(n.Args) == 0 {
+				reason = DeferRecover
+			}
+		case *ast.ReturnStmt:
+			returns++
+			if returns > MaxExitReturns {
+				reason = DeferManyReturns
+			}
+		}
+		declares(results, n, &reason)
+		return reason == ""
+	})
+	return reason
+}
+
+// declares sets *reason to DeferShadowedResult if n declares one of names.
+func declares(names map[string]bool, n ast.Node, reason *string) {
+	if len(names) == 0 || *reason != "" {
+		return
+	}
+	check := func(ids ...*ast.Ident) {
+		for _, id := range ids {
+			if id != nil && names[id.Name] {
+				*reason = DeferShadowedResult
+			}
+		}
+	}
+	checkExprs := func(xs ...ast.Expr) {
+		for _, x := range xs {
+			if id, ok := x.(*ast.Ident); ok {
+				check(id)
+			}
+		}
+	}
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		if n.Tok == token.DEFINE {
+			checkExprs(n.Lhs...)
+		}
+	case *ast.RangeStmt:
+		if n.Tok == token.DEFINE {
+			checkExprs(n.Key, n.Value)
+		}
+	case *ast.ValueSpec:
+		check(n.Names...)
+	case *ast.TypeSpec:
+		check(n.Name)
+	case *ast.FuncType:
+		for _, fl := range []*ast.FieldList{n.TypeParams, n.Params, n.Results} {
+			if fl != nil {
+				for _, f := range fl.List {
+					check(f.Names...)
+				}
+			}
+		}
+	}
+}
+
+// exitEdits returns the edits that give function fn (type ft, body body)
+// exit hooks at its returns, given the entry check text: the declaration of
+// the frame's flag after the opening brace, names for unnamed results,
+// every return statement rewritten, and an exit before the closing brace
+// when the body can fall off its end.
+func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string) []edit {
+	var returns []*ast.ReturnStmt
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			returns = append(returns, n)
+		}
+		return true
+	})
+	var results []string
+	var edits []edit
+	if ft.Results != nil {
+		paren := ft.Results.Opening.IsValid()
+		for _, fld := range ft.Results.List {
+			if len(fld.Names) > 0 {
+				for _, n := range fld.Names {
+					results = append(results, n.Name)
+				}
+				continue
+			}
+			name := resultPrefix + strconv.Itoa(len(results))
+			results = append(results, name)
+			off := p.offset(fld.Type.Pos())
+			text := name + " " + p.directive(f, off)
+			if !paren {
+				text = "(" + text
+			}
+			edits = append(edits, edit{offset: off, end: off, fn: fn, text: text})
+			if !paren {
+				end := p.offset(fld.Type.End())
+				edits = append(edits, edit{offset: end, end: end, fn: fn, text: ")" + p.directive(f, end)})
+			}
+		}
+	}
+	exit := "if " + exitFlag + " { " + HookExit + "(" + idMark + ") }; "
+	fallsOff := len(results) == 0 && !endsInReturn(body)
+	lbrace := p.offset(body.Lbrace) + 1
+	entry := prefix
+	if len(returns) == 0 && !fallsOff {
+		// No exit site (the body ends in a panic or an endless loop): no
+		// flag either, it would be unused.
+		entry += "if " + HookActive + ".v != 0 { " + HookEnter + "(" + idMark + ") }; "
+	} else {
+		entry += exitFlag + " := " + HookActive + ".v != 0 && " + HookEnter + "(" + idMark + "); "
+	}
+	edits = append(edits, edit{offset: lbrace, end: lbrace, fn: fn, text: entry + p.directive(f, lbrace)})
+	for _, r := range returns {
+		ret := p.offset(r.Return)
+		if len(r.Results) == 0 {
+			edits = append(edits, edit{offset: ret, end: ret, fn: fn, text: exit + p.directive(f, ret)})
+			continue
+		}
+		kw := ret + len("return")
+		end := p.offset(r.Results[len(r.Results)-1].End())
+		edits = append(edits,
+			edit{offset: ret, end: kw, fn: fn, text: strings.Join(results, ", ") + " =" + p.directive(f, kw)},
+			edit{offset: end, end: end, fn: fn, text: "; " + exit + p.directive(f, ret) + "return" + p.directive(f, end)})
+	}
+	if fallsOff {
+		rb := p.offset(body.Rbrace)
+		edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: "; " + exit + p.directive(f, rb)})
+	}
+	return edits
+}
+
+// endsInReturn reports whether the last statement of body is a return.
+func endsInReturn(body *ast.BlockStmt) bool {
+	if len(body.List) == 0 {
+		return false
+	}
+	_, ok := body.List[len(body.List)-1].(*ast.ReturnStmt)
+	return ok
+}
+
+func (p *Plan) offset(pos token.Pos) int { return p.fset.Position(pos).Offset }
+
+// directive returns the block line directive that gives the character at
+// byte offset off of f its original position back.
+func (p *Plan) directive(f *srcFile, off int) string {
+	tf := p.fset.File(f.ast.Pos())
+	ps := p.fset.Position(tf.Pos(off)) // adjusted by //line directives
+	if raw, ok := f.lineNames[ps.Filename]; ok {
+		ps.Filename = raw
+	}
+	if ps.Column == 0 {
+		// A line-only //line directive leaves columns unknown: keep it so.
+		return fmt.Sprintf("/*line %s:%d*/", ps.Filename, ps.Line)
+	}
+	return fmt.Sprintf("/*line %s:%d:%d*/", ps.Filename, ps.Line, ps.Column)
+}
