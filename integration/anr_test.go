@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +19,7 @@ import (
 const stuckPkg = "github.com/matrixgo/matrix/examples/stuck"
 
 // buildStuck builds examples/stuck with -toolexec=matrixexec into dir.
-func buildStuck(t *testing.T, dir string) string {
+func buildStuck(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "stuck")
 	args := []string{"build", "-toolexec=" + filepath.Join(binDir, "matrixexec"), "-o", bin, "./examples/stuck"}
@@ -33,7 +34,7 @@ func buildStuck(t *testing.T, dir string) string {
 
 // startStuck runs the stuck service with MATRIX_REPORT set and returns its
 // address and report file.
-func startStuck(t *testing.T, bin string, env ...string) (addr, reportFile string) {
+func startStuck(t testing.TB, bin string, env ...string) (addr, reportFile string) {
 	t.Helper()
 	reportFile = filepath.Join(t.TempDir(), "report.jsonl")
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
@@ -277,5 +278,65 @@ func TestLagAndANR(t *testing.T) {
 	}
 	if runtime.GOOS == "linux" && (a.ProcessNice == nil || a.ProcessPriority == nil) {
 		t.Errorf("ANR without processPriority/processNice on linux")
+	}
+}
+
+// BenchmarkOutageFastP99 measures what the watchdog costs the requests
+// that still work during an outage: 50 requests to examples/stuck hang
+// (/sleep?for=8s, begun 40 ms apart, so that they pass the LAG and ANR
+// thresholds tick after tick) while /fast is requested every 5 ms. It
+// reports the p99 latency of /fast with the ANR tracer off (MATRIX_ANR=off)
+// and on, and their ratio (BENCHMARKS.md). Run it with
+//
+//	go test ./integration -run '^$' -bench BenchmarkOutageFastP99 -benchtime 1x
+func BenchmarkOutageFastP99(b *testing.B) {
+	bin := buildStuck(b, b.TempDir())
+	b.ResetTimer()
+	p99 := func(env ...string) time.Duration {
+		addr, _ := startStuck(b, bin, env...)
+		base := "http://" + addr
+		client := &http.Client{Timeout: 30 * time.Second}
+		get := func(path string) (time.Duration, error) {
+			start := time.Now()
+			resp, err := client.Get(base + path)
+			if err != nil {
+				return 0, err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return time.Since(start), nil
+		}
+		if _, err := get("/fast"); err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		go func() {
+			for range 50 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					(&http.Client{Timeout: 30 * time.Second}).Get(base + "/sleep?for=8s")
+				}()
+				time.Sleep(40 * time.Millisecond)
+			}
+		}()
+		var lat []time.Duration
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			d, err := get("/fast")
+			if err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, d)
+		}
+		wg.Wait()
+		slices.Sort(lat)
+		return lat[len(lat)*99/100]
+	}
+	for range b.N {
+		off := p99("MATRIX_ANR=off")
+		on := p99()
+		b.ReportMetric(float64(off.Microseconds()), "p99-off-µs")
+		b.ReportMetric(float64(on.Microseconds()), "p99-on-µs")
+		b.ReportMetric(float64(on)/float64(off), "ratio")
 	}
 }

@@ -57,6 +57,15 @@ const historySize = 1024
 // noteNoThreadStack explains an empty threadStack.
 const noteNoThreadStack = "no threadStack: the goroutine was not found in the stack dump (it ended, or the dump exceeded 64 MiB)"
 
+// noteDumpLimited explains an empty threadStack when the dump was
+// rate-limited.
+const noteDumpLimited = "no threadStack: the dispatch began after the last stack dump, and dumps are taken at most once per second"
+
+// stackDumpInterval is the least time between two stack dumps: each one
+// stops the world, so under an outage (many stuck dispatches) the
+// watchdog must not add a dump per tick.
+const stackDumpInterval = time.Second
+
 // ANRConfig configures an ANRTracer. Zero durations mean their defaults.
 type ANRConfig struct {
 	// Lag is how long a dispatch runs before it is reported as LAG.
@@ -89,6 +98,9 @@ type ANRStats struct {
 	Panics uint64
 	// MaxLate is the lateness of the latest tick so far.
 	MaxLate time.Duration
+	// StackDumps is the number of stack dumps taken (at most one per
+	// second).
+	StackDumps uint64
 }
 
 // ANRTracer is the lag and ANR watchdog, Matrix's LooperAnrTracer. One
@@ -142,7 +154,10 @@ type ANRStats struct {
 // dispatches with the recorder's registry locked, comparing their start
 // time. Only when it reports does it do more: the stack dump
 // (runtime.Stack of all goroutines, which stops the world for the time it
-// takes to format them, once per tick), and for an ANR the copy of the
+// takes to format them; at most one per second: a dispatch that began
+// before the last dump, taken less than a second ago, is shown by that
+// dump, one that began after it waits for the next or, if it is reported
+// before then, has no threadStack and a note saying why), and for an ANR the copy of the
 // dispatch's records (under the registry lock: beat gives a consistent
 // prefix of a running dispatch's records) and the analysis, on the
 // watchdog goroutine. Issues go through the Reporter, which never blocks.
@@ -153,8 +168,8 @@ type ANRTracer struct {
 	period    time.Duration
 	dyn       DynamicConfig
 
-	ticks, lags, anrs, droppedLate, panics atomic.Uint64
-	maxLate                                atomic.Int64
+	ticks, lags, anrs, droppedLate, panics, dumps atomic.Uint64
+	maxLate                                       atomic.Int64
 
 	mu sync.Mutex
 	w  worker // the watchdog goroutine
@@ -217,7 +232,8 @@ func (t *ANRTracer) Stats() ANRStats {
 	return ANRStats{
 		Ticks: t.ticks.Load(), Lags: t.lags.Load(), ANRs: t.anrs.Load(),
 		DroppedLate: t.droppedLate.Load(), Panics: t.panics.Load(),
-		MaxLate: time.Duration(t.maxLate.Load()),
+		MaxLate:    time.Duration(t.maxLate.Load()),
+		StackDumps: t.dumps.Load(),
 	}
 }
 
@@ -298,13 +314,14 @@ func (h *history) since(at time.Duration) (s tickSample, ok bool) {
 
 // watchdog is the state of one run of the watchdog goroutine.
 type watchdog struct {
-	t        *ANRTracer
-	r        Reporter
-	m        *metricsReader
-	base     time.Time
-	hist     *history
-	stackBuf []byte
-	cands    []stuck
+	t      *ANRTracer
+	r      Reporter
+	m      *metricsReader
+	base   time.Time
+	hist   *history
+	dump   []byte    // the last stack dump, or nil
+	dumpAt time.Time // when it was taken
+	cands  []stuck
 	// completed is the number of dispatches ended at the last tick.
 	completed uint64
 }
@@ -355,6 +372,9 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 	if !enabled {
 		return
 	}
+	if w.dump != nil && now.Sub(w.dumpAt) >= stackDumpInterval && cap(w.dump) > stackDumpKeep {
+		w.dump = nil // a large dump is not kept once it is stale
+	}
 	gc, procs := w.m.gc()
 	began := beat.ReadStats().Dispatches
 	frozen := late >= t.lateLimit
@@ -403,21 +423,23 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 // report turns the dispatches a tick found stuck into issues.
 func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 	t := w.t
-	needStack := false
+	needStack, covered := false, true
 	for _, s := range w.cands {
 		if s.droppedANR {
 			t.droppedLate.Add(1)
 		}
-		needStack = needStack || s.lag || s.anr
+		if s.lag || s.anr {
+			needStack = true
+			covered = covered && w.dumpCovers(now, s.start)
+		}
 	}
 	if !needStack {
 		return
 	}
-	dump, _ := stackDump(w.stackBuf)
-	if cap(dump) <= stackDumpKeep {
-		w.stackBuf = dump
-	} else {
-		w.stackBuf = nil
+	if !covered && (w.dump == nil || now.Sub(w.dumpAt) >= stackDumpInterval) {
+		w.dump, _ = stackDump(w.dump)
+		w.dumpAt = now
+		t.dumps.Add(1)
 	}
 	goroutines := runtime.NumGoroutine()
 	var memory map[string]uint64
@@ -433,7 +455,10 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 			if scene == "" {
 				scene = s.name
 			}
-			block := scrubStack(goroutineBlock(dump, s.goid))
+			block, note := "", noteDumpLimited
+			if w.dumpCovers(now, s.start) {
+				block, note = scrubStack(goroutineBlock(w.dump, s.goid)), noteNoThreadStack
+			}
 			c := map[string]any{
 				"detail":      detail,
 				"cost":        s.age.Milliseconds(),
@@ -449,7 +474,7 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 				"goroutines":  goroutines,
 			}
 			if block == "" {
-				c["note"] = noteNoThreadStack
+				c["note"] = note
 			}
 			if tp := validTraceParent(s.traceCtx); tp != "" {
 				c[KeyTraceParent] = tp
@@ -492,6 +517,13 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 			}
 		}
 	}
+}
+
+// dumpCovers reports whether the last stack dump shows a dispatch that
+// began at start as it is now: it was taken after the dispatch began, less
+// than stackDumpInterval ago.
+func (w *watchdog) dumpCovers(now, start time.Time) bool {
+	return w.dump != nil && !w.dumpAt.Before(start) && now.Sub(w.dumpAt) < stackDumpInterval
 }
 
 // anrTree analyses the partial records of a stuck dispatch (strict mode,

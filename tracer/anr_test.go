@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -735,4 +736,57 @@ func TestLagAndANRCarryTraceParent(t *testing.T) {
 	if !seen[DetailLag] || !seen[DetailANR] {
 		t.Errorf("reports of the traced dispatch: %v", seen)
 	}
+}
+
+// TestStackDumpsRateLimited: stuck dispatches that reach the LAG threshold
+// tick after tick (an outage) cost at most one stop-the-world stack dump
+// per second, not one per tick.
+func TestStackDumpsRateLimited(t *testing.T) {
+	requireLinked(t)
+	cfg := DefaultTraceConfig()
+	cfg.EvilMethod = false
+	cfg.FPS = false
+	cfg.Watchdog = ANRConfig{Lag: 30 * time.Millisecond, ANR: time.Minute, Period: 10 * time.Millisecond}
+	p, got, _ := startPlugin(t, cfg)
+	tr := p.Tracer(ANRTracerName).(*ANRTracer)
+
+	const n = 6
+	start := time.Now()
+	release := make(chan struct{})
+	var done []chan struct{}
+	for i := range n {
+		done = append(done, stuckDispatch(fmt.Sprintf("stuck-%d", i), release))
+		time.Sleep(50 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(10 * time.Second); tr.Stats().Lags < n && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	close(release)
+	for _, d := range done {
+		<-d
+	}
+	p.Stop()
+
+	s := tr.Stats()
+	if s.Lags != n {
+		t.Fatalf("%d LAGs, want %d", s.Lags, n)
+	}
+	if limit := 1 + uint64(elapsed/stackDumpInterval); s.StackDumps > limit {
+		t.Errorf("%d stack dumps for %d LAGs in %v, want at most %d (one per second)", s.StackDumps, n, elapsed, limit)
+	}
+	withStack := 0
+	for _, is := range byDetail(got.all())[DetailLag] {
+		c := is.Content
+		switch {
+		case strings.HasPrefix(c["threadStack"].(string), "goroutine "):
+			withStack++
+		case c["note"] != noteDumpLimited:
+			t.Errorf("LAG %v without threadStack, note %q", c["name"], c["note"])
+		}
+	}
+	if withStack == 0 {
+		t.Error("no LAG has a threadStack")
+	}
+	t.Logf("%d LAGs in %v: %d stack dumps, %d with a threadStack", n, elapsed, s.StackDumps, withStack)
 }

@@ -91,4 +91,17 @@ func TestParentBuildFlags(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("build flags = %q, want %q", got, want)
 	}
+	// go run: what follows the package is the program's, not go's; a
+	// flag's value is not a package.
+	got = filterBuildFlags([]string{"go", "run", "-o", "out", "-tags", "x", ".", "-race", "-toolexec", "evil"})
+	want = []string{"-tags=x"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("go run build flags = %q, want %q", got, want)
+	}
+	// go test: flags after the packages, but nothing after -args.
+	got = filterBuildFlags([]string{"go", "test", "./...", "-race", "-args", "-tags", "y"})
+	want = []string{"-race"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("go test build flags = %q, want %q", got, want)
+	}
 }

@@ -208,6 +208,18 @@ var buildFlagArity = map[string]bool{
 	"toolexec": true, "installsuffix": true, "compiler": true, "gccgoflags": true,
 }
 
+// otherValueFlags are the flags of go build, run and test, other than the
+// build flags above, that take a value as the next argument.
+var otherValueFlags = map[string]bool{
+	"C": true, "o": true, "p": true, "pkgdir": true, "ldflags": true, "exec": true,
+	"run": true, "skip": true, "bench": true, "benchtime": true, "count": true, "cpu": true,
+	"parallel": true, "timeout": true, "shuffle": true, "fuzz": true, "fuzztime": true,
+	"fuzzminimizetime": true, "list": true, "vet": true, "outputdir": true,
+	"coverprofile": true, "cpuprofile": true, "memprofile": true, "memprofilerate": true,
+	"blockprofile": true, "blockprofilerate": true, "mutexprofile": true,
+	"mutexprofilefraction": true, "trace": true,
+}
+
 // parentBuildFlags returns the build flags of the go command that runs us
 // (our parent process), as far as the OS lets us see them. GOFLAGS and
 // the GOOS/GOARCH/CGO environment reach the nested build by inheritance.
@@ -218,14 +230,27 @@ func filterBuildFlags(args []string) []string {
 		return nil
 	}
 	var out []string
+	// go test takes flags after its packages, up to -args; the other
+	// commands stop at the first package or file, and what follows (go
+	// run's program arguments) is not theirs.
+	flagsAfterPackages := args[1] == "test"
 	for i := 2; i < len(args); i++ { // args[0] = go, args[1] = build/test/run/...
 		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") {
-			continue
+		if a == "--" || a == "-args" || a == "--args" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			if flagsAfterPackages {
+				continue
+			}
+			break
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		takesValue, known := buildFlagArity[name]
 		if !known {
+			if otherValueFlags[name] && !hasValue {
+				i++ // its value is not a package
+			}
 			continue
 		}
 		switch {
