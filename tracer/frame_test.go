@@ -543,8 +543,10 @@ func TestSlowFrameIsDispatch(t *testing.T) {
 	if c["frames"] != 3 || c["scene"] != "level-1" {
 		t.Errorf("FPS report %v", c)
 	}
+	// The two slow frames dropped at least 5 frames each (NORMAL); a
+	// loaded machine may oversleep them into a higher level, never a lower.
 	lv := c["dropLevel"].(map[string]int)
-	if lv["DROPPED_BEST"] != 1 || lv["DROPPED_NORMAL"] != 2 {
-		t.Errorf("dropLevel %v, want 1 BEST and 2 NORMAL", lv)
+	if slow := lv["DROPPED_NORMAL"] + lv["DROPPED_MIDDLE"] + lv["DROPPED_HIGH"] + lv["DROPPED_FROZEN"]; lv["DROPPED_BEST"] != 1 || slow != 2 {
+		t.Errorf("dropLevel %v, want 1 BEST and 2 NORMAL or worse", lv)
 	}
 }

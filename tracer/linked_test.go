@@ -359,8 +359,10 @@ func TestHotPathAllocs(t *testing.T) {
 			beat.Exit(idA)
 			d.End()
 		})
-		if a != 0 {
-			t.Errorf("a fast dispatch with the plugin running allocates %.1f times", a)
+		// The Dispatch itself: dispatches are not pooled, so that a
+		// late End through a stale pointer can never end another one.
+		if a > 1 {
+			t.Errorf("a fast dispatch with the plugin running allocates %.1f times, want at most the Dispatch", a)
 		}
 	}
 	p.Stop()

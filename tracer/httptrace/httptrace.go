@@ -37,6 +37,17 @@ const TraceParentHeader = "Traceparent"
 // the pattern on the replacement, and the scene is then the method.
 func Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := beat.Current(); d != nil {
+			// Inside a dispatch already (the patched net/http server
+			// began one for this request): join it, naming its scene.
+			if d.TraceParent() == "" {
+				d.SetTraceParent(r.Header.Get(TraceParentHeader))
+			}
+			before := d.Scene()
+			defer nameScene(d, r, before)
+			next.ServeHTTP(w, r)
+			return
+		}
 		d := beat.Begin(beat.KindHTTP, DispatchName)
 		if d == nil {
 			next.ServeHTTP(w, r)
@@ -54,6 +65,13 @@ func Middleware(next http.Handler) http.Handler {
 // end names the scene, unless it changed while the handler ran, and ends
 // the dispatch (also when the handler panicked).
 func end(d *beat.Dispatch, r *http.Request, before string) {
+	nameScene(d, r, before)
+	d.End()
+}
+
+// nameScene names the scene from the request's route pattern (or method),
+// unless it changed while the handler ran.
+func nameScene(d *beat.Dispatch, r *http.Request, before string) {
 	if d.Scene() == before {
 		if r.Pattern != "" {
 			d.SetScene(r.Pattern)
@@ -61,7 +79,6 @@ func end(d *beat.Dispatch, r *http.Request, before string) {
 			d.SetScene(r.Method)
 		}
 	}
-	d.End()
 }
 
 // Scene names the scene of the request r that the calling goroutine is
