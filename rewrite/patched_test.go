@@ -25,8 +25,15 @@ func TestPatchedStdCompiles(t *testing.T) {
 		t.Run(rel, func(t *testing.T) {
 			t.Parallel()
 			env := append(os.Environ(), "GOTOOLCHAIN="+rel, "GOFLAGS=-buildvcs=false")
+			goBin := "go"
+			if rel != "local" {
+				// A toolchain fetched through GOTOOLCHAIN lives in the
+				// module cache, whose files go build -overlay does not
+				// replace: build with a copy of it.
+				goBin, env = copyToolchain(t, rel)
+			}
 			goCmd := func(args ...string) *exec.Cmd {
-				cmd := exec.Command("go", args...)
+				cmd := exec.Command(goBin, args...)
 				cmd.Env, cmd.Dir = env, t.TempDir()
 				return cmd
 			}
@@ -85,4 +92,38 @@ func TestPatchedStdCompiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// copyToolchain copies the GOROOT of Go release rel (fetched through
+// GOTOOLCHAIN) to a temporary directory and returns its go command and the
+// environment to run it in.
+func copyToolchain(t *testing.T, rel string) (string, []string) {
+	t.Helper()
+	cmd := exec.Command("go", "env", "GOROOT")
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+rel)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("GOTOOLCHAIN=%s go env GOROOT: %v\n%s", rel, err, out)
+	}
+	src := strings.TrimSpace(string(out))
+	dst := filepath.Join(t.TempDir(), "go")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatalf("copying %s: %v", src, err)
+	}
+	// The module cache keeps files read-only, and the copy keeps modes.
+	err = filepath.WalkDir(dst, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.Chmod(path, info.Mode().Perm()|0o200)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false", "GOROOT="+dst)
+	return filepath.Join(dst, "bin", "go"), env
 }
