@@ -129,6 +129,9 @@ func TestGoVersions(t *testing.T) {
 					return err
 				}
 				e.Setenv("GOTOOLCHAIN", v)
+				// Switching toolchains verifies the toolchain module
+				// against the checksum database.
+				e.Setenv("GOSUMDB", goEnv(t, "GOSUMDB"))
 				e.Setenv("MATRIX_MAP", filepath.Join(filepath.Dir(sharedMap), v, "methodMapping.txt"))
 				return nil
 			}
