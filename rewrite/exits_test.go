@@ -1,8 +1,6 @@
 package rewrite
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -54,23 +52,11 @@ func main() { fmt.Println(unnamed(1)); fmt.Println(named(2)) }
 func init() { fmt.Println(1, 2, 3) }
 `
 	// Every function with calls is instrumented (-inline-budget -1).
-	path := filepath.Join(t.TempDir(), "x.go")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPlan([]string{path}, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, out, path := rewriteSourceOpts(t, src, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true})
 	ids := make([]uint32, len(p.Funcs))
 	for i := range ids {
-		ids[i] = uint32(i + 1)
+		ids[i] = uint32(i + 1) // as rewriteSourceOpts numbers them
 	}
-	outs, err := p.Apply(ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := outs[0].Src
 	checkPositions(t, path, []byte(src), out)
 	if !typeChecks(map[string][]byte{"x.go": out, HooksFileName: p.HooksFile(ids)}) {
 		t.Fatalf("rewritten file does not type-check\n%s", out)

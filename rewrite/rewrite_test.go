@@ -20,12 +20,19 @@ func rewriteSource(t testing.TB, src string) (*Plan, []byte, string) {
 // (returns) or deferred.
 func rewriteSourceMode(t testing.TB, src string, returns bool) (*Plan, []byte, string) {
 	t.Helper()
+	return rewriteSourceOpts(t, src, Options{PkgPath: "example.com/x", ReturnExits: returns})
+}
+
+// rewriteSourceOpts plans, with opts, and applies the rewrite of one file
+// with ids 1..n.
+func rewriteSourceOpts(t testing.TB, src string, opts Options) (*Plan, []byte, string) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.go")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan([]string{path}, Options{PkgPath: "example.com/x", ReturnExits: returns})
+	p, err := NewPlan([]string{path}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
