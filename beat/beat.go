@@ -208,11 +208,15 @@ type Stats struct {
 	BufferBytes int    // bytes of one buffer
 	MaxBuffers  int
 	Running     int // dispatches in progress
+	// Abandoned counts the dispatches whose goroutine exited before End:
+	// they are ended without being reported (see Begin).
+	Abandoned uint64
 }
 
 // ReadStats returns the current counters.
 func ReadStats() Stats {
-	s := Stats{Dispatches: dispatchN.Load(), NotRecorded: notRec.Load()}
+	reapAbandoned()
+	s := Stats{Dispatches: dispatchN.Load(), NotRecorded: notRec.Load(), Abandoned: abandonedN.Load()}
 	if r := cur.Load(); r != nil {
 		r.mu.Lock()
 		s.Buffers, s.BufferBytes, s.MaxBuffers = r.buffers, r.size*8, r.cfg.MaxBuffers
@@ -294,6 +298,7 @@ func Current() *Dispatch {
 // Running calls f for every dispatch in progress, oldest first, with the
 // registry locked: f must be quick and must not begin or end dispatches.
 func Running(f func(d *Dispatch)) {
+	reapAbandoned()
 	running.Lock()
 	defer running.Unlock()
 	for d := runList.head; d != nil; d = d.next {
@@ -307,6 +312,11 @@ func Run(name string, fn func()) {
 	defer d.End()
 	fn()
 }
+
+// WaitReason names the runtime's wait reason r as goroutine dumps spell
+// it ("sleep", "chan receive", "sync.Mutex.Lock", …): the reason in an
+// extended record of a wait (abi package). It returns "" in a plain build.
+func WaitReason(r uint8) string { return rtWaitReason(r) }
 
 // Enter and Exit write an enter or exit record for function id on the
 // calling goroutine, exactly as the hooks matrixexec inserts do. They are

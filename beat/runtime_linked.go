@@ -53,3 +53,9 @@ func rtNanotime() int64
 
 //go:linkname rtStartupRing runtime.matrixStartupRing
 func rtStartupRing() unsafe.Pointer
+
+//go:linkname rtAbandonedCount runtime.matrixAbandonedCount
+func rtAbandonedCount() uint32
+
+//go:linkname rtWaitReason runtime.matrixWaitReason
+func rtWaitReason(r uint8) string

@@ -28,3 +28,6 @@ func rtAtExit(func()) {}
 func rtStartupInfo() (unsafe.Pointer, uint64, int64, int64) { return nil, 0, 0, 0 }
 func rtNanotime() int64                                     { return 0 }
 func rtStartupRing() unsafe.Pointer                         { return nil }
+
+func rtAbandonedCount() uint32  { return 0 }
+func rtWaitReason(uint8) string { return "" }

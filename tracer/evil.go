@@ -25,9 +25,18 @@ type Frame struct {
 	// Func is the function as "import/path.Name" ("DISPATCH" for the
 	// dispatch itself), or "" when the binary does not know the id.
 	Func string `json:"func"`
-	// File and Line are where the function is declared, when known.
+	// File and Line are where the function is declared, when known; for
+	// a wait or an inline frame, the line it was at.
 	File string `json:"file"`
 	Line int    `json:"line"`
+	// Kind is "" for a call, FrameWait for an interval in which the
+	// goroutine did not run (ID 1048575), FrameInline for a function
+	// without a hook named through a wait under it (ID 0), or
+	// FrameGoroutine.
+	Kind string `json:"kind,omitempty"`
+	// Reason is a wait's reason as goroutine dumps spell it ("sleep",
+	// "chan receive", "sync.Mutex.Lock", …), or "syscall" or "runnable".
+	Reason string `json:"reason,omitempty"`
 }
 
 // EvilMethodTracer is the slow-call tracer, Matrix's EvilMethodTracer. It
@@ -250,14 +259,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		note = noteWrapped
 	}
 	res := analysis.Analyze(recs, analysis.Strict, j.endMs, costMs)
-	frames := make([]Frame, len(res.Items))
-	for i, it := range res.Items {
-		f := Frame{Depth: it.Depth, ID: it.ID, Count: it.Count, Cost: it.Cost}
-		if fn, ok := beat.Lookup(it.ID); ok {
-			f.Func, f.File, f.Line = fn.String(), fn.File, fn.Line
-		}
-		frames[i] = f
-	}
+	frames, key := framesOf(res)
 	scene := j.scene
 	if scene == "" {
 		scene = j.name
@@ -266,7 +268,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		"detail":    DetailNormal,
 		"cost":      res.Cost,
 		"stack":     res.Stack,
-		"stackKey":  res.Key,
+		"stackKey":  key,
 		"frames":    frames,
 		"scene":     scene,
 		"name":      j.name,
@@ -284,5 +286,5 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 			content["usage"] = strconv.FormatFloat(100*float64(j.cpuNs)/float64(j.cpuWall), 'f', 2, 64) + "%"
 		}
 	}
-	return NewIssue(TagEvilMethod, res.Key, j.end, content)
+	return NewIssue(TagEvilMethod, key, j.end, content)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/matrixgo/matrix/idalloc"
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // show prints reports (JSON lines) for people: each issue's headline and,
@@ -94,9 +95,21 @@ func showIssue(w io.Writer, is map[string]any, entries map[uint32]idalloc.Entry)
 		if file, _ := fr["file"].(string); file != "" {
 			pos = fmt.Sprintf("%s:%v", file, fr["line"])
 		}
+		kind, _ := fr["kind"].(string)
+		switch kind {
+		case "wait":
+			// A wait reads as its reason at the line that blocked; the
+			// function is its parent's line (or the inline line above).
+			reason, _ := fr["reason"].(string)
+			name = "[" + reason + "]"
+		case "inline", "goroutine":
+			name += " (" + kind + ")"
+		}
 		if name == "" {
 			id, _ := fr["id"].(float64)
-			if id == idalloc.Dispatch {
+			if id == abi.ExtID {
+				name = "[wait]"
+			} else if id == idalloc.Dispatch {
 				name = "DISPATCH"
 			} else if e, ok := entries[uint32(id)]; ok {
 				name, pos = e.Pkg+"."+e.Func, e.Pos

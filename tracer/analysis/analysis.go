@@ -79,6 +79,7 @@ type open struct {
 	depth int
 	seq   int // index of the enter among all enters processed
 	time  uint64
+	ext   *Interval // the interval of an extended start record, nil for a call
 
 	prevD    int // stack position of the next Dispatch enter below, -1 for none
 	prevSame int // indexed stacks only: position of the next enter of the same id below, -1 for none
@@ -178,6 +179,7 @@ type done struct {
 	parent int // enter index of the enclosing open method, -1 for none
 	count  int
 	cost   int64
+	ext    *Interval
 
 	up, first, last, next int // tree parent, first and last child, next sibling
 }
@@ -211,7 +213,22 @@ type done struct {
 // ancestor that did, and every Depth in the result is the node's depth in
 // that tree, so each item's depth is at most the previous item's depth + 1
 // and the first item has depth 0.
+//
+// Extended records (waits, system calls, runnable time; see Ext) take part
+// as leaves with the id Ext: a start record opens one like an enter, its
+// payload words are skipped by their count, and an end record closes the
+// open interval like an exit. Consecutive intervals fold only when they
+// are of the same kind, reason and program counters; a runnable interval
+// shorter than a millisecond makes no item. ItemsExt returns what each
+// item's interval is.
 func Items(recs []Record, mode Mode, endMs uint64) []Item {
+	items, _ := ItemsExt(recs, mode, endMs)
+	return items
+}
+
+// ItemsExt is Items that also returns, for each item, its interval (nil
+// for a call).
+func ItemsExt(recs []Record, mode Mode, endMs uint64) ([]Item, []*Interval) {
 	var (
 		stack   = openStack{s: make([]open, 0, 64), dTop: -1}
 		enters  = make([]enter, 0, len(recs)/2+1)
@@ -225,6 +242,9 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 	// (step 1) and merges it with the previous one (step 2).
 	complete := func(o open, cost int64) {
 		p := enters[o.seq].parent
+		if o.ext != nil && o.ext.Kind == ExtRunnable && cost == 0 {
+			return // noise: a goroutine is runnable for a moment at every wake-up
+		}
 		if n := len(comp); n > 0 {
 			last := &comp[n-1]
 			// Matrix: addMethodItem merged on (id, depth) alone, so two
@@ -233,7 +253,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 			// changes nothing for well-formed input. Matrix also replaced
 			// a cost of exactly 5000 ms (DEFAULT_ANR) by the previous
 			// item's cost; we add the real cost.
-			if last.id == o.id && last.depth == o.depth && o.depth != 0 && last.parent == p {
+			if last.id == o.id && last.depth == o.depth && o.depth != 0 && last.parent == p && last.ext.same(o.ext) {
 				last.count++
 				last.cost = satAdd(last.cost, cost)
 				enters[o.seq].item = n - 1
@@ -241,15 +261,26 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 			}
 		}
 		enters[o.seq].item = len(comp)
-		comp = append(comp, done{id: o.id, depth: o.depth, seq: o.seq, parent: p, count: 1, cost: cost})
+		comp = append(comp, done{id: o.id, depth: o.depth, seq: o.seq, parent: p, count: 1, cost: cost, ext: o.ext})
 	}
 
-	for _, r := range recs {
+	for i := 0; i < len(recs); i++ {
+		r := recs[i]
 		if r == 0 {
 			continue
 		}
 		id := r.ID()
 		isEnter := r.Enter()
+		var ext *Interval
+		if id == Ext && isEnter {
+			// Skip the payload, whatever happens to the record.
+			var skip int
+			ext, skip = decodeExt(recs[i+1:])
+			i += skip
+			if ext == nil {
+				continue
+			}
+		}
 		if !begun {
 			if !isEnter || id != Dispatch {
 				continue
@@ -259,7 +290,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 		t := r.Time()
 		maxTime = max(maxTime, t)
 		if isEnter {
-			o := open{id: id, seq: len(enters), time: t}
+			o := open{id: id, seq: len(enters), time: t, ext: ext}
 			p := -1
 			if id != Dispatch && len(stack.s) > 0 {
 				top := stack.s[len(stack.s)-1]
@@ -282,7 +313,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 		o := stack.s[k]
 		stack.truncate(k)
 		if t < o.time {
-			return nil
+			return nil, nil
 		}
 		complete(o, int64(t-o.time))
 	}
@@ -305,7 +336,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 		}
 	}
 	if len(comp) == 0 {
-		return nil
+		return nil, nil
 	}
 	return tree(comp, enters)
 }
@@ -317,7 +348,7 @@ func Items(recs []Record, mode Mode, endMs uint64) []Item {
 // a level misplaced the node, a first node of depth != 0 discarded the whole
 // tree, and a depth-0 node kept a stale father. The parent links recorded
 // while walking the records make the tree exact.
-func tree(comp []done, enters []enter) []Item {
+func tree(comp []done, enters []enter) ([]Item, []*Interval) {
 	for i := range comp {
 		comp[i].up, comp[i].first, comp[i].last, comp[i].next = -1, -1, -1, -1
 	}
@@ -363,10 +394,17 @@ func tree(comp []done, enters []enter) []Item {
 	}
 
 	out := make([]Item, 0, len(comp))
+	var exts []*Interval
 	depth := 0
 	for i := rootFirst; i >= 0; {
 		c := &comp[i]
 		out = append(out, Item{Depth: depth, ID: c.id, Count: c.count, Cost: c.cost})
+		if c.ext != nil && exts == nil {
+			exts = make([]*Interval, len(out)-1, len(comp))
+		}
+		if exts != nil {
+			exts = append(exts, c.ext)
+		}
 		if c.first >= 0 {
 			i = c.first
 			depth++
@@ -380,7 +418,7 @@ func tree(comp []done, enters []enter) []Item {
 			i = comp[i].next
 		}
 	}
-	return out
+	return out, exts
 }
 
 // Trim runs step 4 of DESIGN.md §6 (Matrix's trimStack with the slow-call
@@ -395,8 +433,18 @@ func tree(comp []done, enters []enter) []Item {
 // attached to their nearest kept ancestor and their depths adjusted, where
 // Matrix would leave a gap in the depths.
 func Trim(items []Item, maxItems int) []Item {
+	out, _ := TrimExt(items, nil, maxItems)
+	return out
+}
+
+// TrimExt is Trim for items with their intervals (exts is nil, or as long
+// as items): it returns the kept intervals alongside the kept items.
+func TrimExt(items []Item, exts []*Interval, maxItems int) ([]Item, []*Interval) {
 	if maxItems < 0 {
-		return []Item{}
+		return []Item{}, nil
+	}
+	if len(exts) != len(items) {
+		exts = nil
 	}
 	removed := make([]bool, len(items))
 	remain := len(items)
@@ -419,6 +467,10 @@ rounds:
 	type anc struct{ depth, childDepth int }
 	var st []anc
 	out := make([]Item, 0, min(remain, maxItems))
+	var outExt []*Interval
+	if exts != nil {
+		outExt = make([]*Interval, 0, cap(out))
+	}
 	for i, it := range items {
 		if len(out) == maxItems {
 			break
@@ -437,8 +489,11 @@ rounds:
 		st = append(st, anc{it.Depth, d + 1})
 		it.Depth = d
 		out = append(out, it)
+		if exts != nil {
+			outExt = append(outExt, exts[i])
+		}
 	}
-	return out
+	return out, outExt
 }
 
 // StackKey runs step 6 of DESIGN.md §6 (Matrix's getTreeKey): candidates are
@@ -452,6 +507,11 @@ func StackKey(items []Item, cost int64) string {
 	if len(items) == 0 {
 		return ""
 	}
+	return strconv.FormatUint(uint64(items[stackKeyIndex(items, cost)].ID), 10) + "|"
+}
+
+// stackKeyIndex returns the index of StackKey's winner (len(items) > 0).
+func stackKeyIndex(items []Item, cost int64) int {
 	// Matrix compared int products that could overflow and computed the
 	// limit in floating point; both are exact here.
 	cost = max(cost, 0)
@@ -480,7 +540,41 @@ func StackKey(items []Item, cost int64) string {
 			win = second
 		}
 	}
-	return strconv.FormatUint(uint64(items[win].ID), 10) + "|"
+	return win
+}
+
+// selfKeyIndex is the stack key's winner of a tree with intervals: the
+// item with the largest self time (its cost less its children's; an
+// interval's is its cost), the first on ties, a Dispatch only when nothing
+// else has any. A call that spent its time blocked thus yields the wait
+// it blocked in, and a call that ran yields itself.
+func selfKeyIndex(items []Item) int {
+	self := make([]int64, len(items))
+	var st []int // indices of the open ancestors
+	for i, it := range items {
+		for len(st) > 0 && items[st[len(st)-1]].Depth >= it.Depth {
+			st = st[:len(st)-1]
+		}
+		self[i] = max(it.Cost, 0)
+		if len(st) > 0 {
+			p := st[len(st)-1]
+			self[p] = max(self[p]-max(it.Cost, 0), 0)
+		}
+		st = append(st, i)
+	}
+	win := -1
+	for i, it := range items {
+		if it.ID == Dispatch {
+			continue
+		}
+		if win < 0 || self[i] > self[win] {
+			win = i
+		}
+	}
+	if win < 0 {
+		return 0
+	}
+	return win
 }
 
 // weight returns (Depth+1)·Cost as a 128-bit number (negative factors
@@ -504,16 +598,31 @@ type Result struct {
 	// Cost is the reported cost in ms: max(trigger cost, largest item
 	// cost), never negative.
 	Cost int64
-	// Key is the stack key "<id>|", or "" for an empty stack.
+	// Key is the stack key "<id>|", or "" for an empty stack. When the
+	// winner is an interval, the key is "<id>|<kind>|" with the id of the
+	// function it belongs to (see KeyIndex); a tracer that can name the
+	// interval's code replaces it.
 	Key string
+	// Exts holds each item's interval (nil for a call); nil when there is
+	// none at all.
+	Exts []*Interval
+	// KeyIndex is the index of the item Key names, -1 for an empty stack.
+	KeyIndex int
 }
 
 // Analyze runs the whole analysis of DESIGN.md §6 on one buffer slice:
 // Items (steps 1–3), Trim to MaxStackLines (step 4), the report lines and
 // reported cost (step 5) and StackKey (step 6). triggerCost is the cost that
 // made the tracer report (for example the dispatch's wall time), in ms.
+//
+// With intervals in the tree (waits, system calls, runnable time), the
+// stack key names the item with the largest self time instead (see
+// selfKeyIndex): Matrix's rule assumes that a function's time is its
+// callees' or its own running, and would name a caller whose time went into
+// a wait.
 func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
-	items := Trim(Items(recs, mode, endMs), MaxStackLines)
+	items, exts := ItemsExt(recs, mode, endMs)
+	items, exts = TrimExt(items, exts, MaxStackLines)
 	var b []byte
 	cost := max(triggerCost, 0)
 	for _, it := range items {
@@ -521,7 +630,34 @@ func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
 		b = append(b, '\n')
 		cost = max(cost, it.Cost)
 	}
-	return Result{Items: items, Stack: string(b), Cost: cost, Key: StackKey(items, cost)}
+	res := Result{Items: items, Stack: string(b), Cost: cost, Exts: exts, KeyIndex: -1}
+	if len(items) == 0 {
+		return res
+	}
+	if exts == nil {
+		res.KeyIndex = stackKeyIndex(items, cost)
+		res.Key = strconv.FormatUint(uint64(items[res.KeyIndex].ID), 10) + "|"
+		return res
+	}
+	k := selfKeyIndex(items)
+	res.KeyIndex = k
+	if x := exts[k]; x != nil {
+		res.Key = strconv.FormatUint(uint64(parentID(items, k)), 10) + "|" + x.label() + "|"
+	} else {
+		res.Key = strconv.FormatUint(uint64(items[k].ID), 10) + "|"
+	}
+	return res
+}
+
+// parentID returns the id of the nearest item before i with a smaller
+// depth (the parent of a pre-order item), Dispatch if none.
+func parentID(items []Item, i int) uint32 {
+	for j := i - 1; j >= 0; j-- {
+		if items[j].Depth < items[i].Depth {
+			return items[j].ID
+		}
+	}
+	return Dispatch
 }
 
 // Format renders r as the `analyze` CLI prints it: the stack lines exactly as
