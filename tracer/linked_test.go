@@ -75,17 +75,24 @@ func TestSlowDispatchReported(t *testing.T) {
 	if is.Tag != TagEvilMethod || c["detail"] != DetailNormal {
 		t.Errorf("tag %q detail %v", is.Tag, c["detail"])
 	}
-	if is.Key != "1040002|" || c["stackKey"] != is.Key {
-		t.Errorf("key %q stackKey %v, want the sleeping function 1040002|\n%v", is.Key, c["stackKey"], c["stack"])
+	// The key names where the time went: the sleep, in the function that
+	// slept (the closure: idB is a hand-made id without a name).
+	const sleeper = "github.com/matrixgo/matrix/tracer.TestSlowDispatchReported.func1"
+	if is.Key != sleeper+"[sleep]|" || c["stackKey"] != is.Key {
+		t.Errorf("key %q stackKey %v, want the sleep in %s\n%v", is.Key, c["stackKey"], sleeper, c["stack"])
 	}
 	if cost := c["cost"].(int64); cost < 720 || cost > 880 {
 		t.Errorf("cost %d ms, want 800 ± 10%%", cost)
 	}
-	if ids := strings.Join(stackIDs(c["stack"].(string)), " "); ids != "1048574 1040001 1040002" {
+	if ids := strings.Join(stackIDs(c["stack"].(string)), " "); ids != "1048574 1040001 1040002 1048575" {
 		t.Errorf("stack ids %s\n%s", ids, c["stack"])
 	}
+	// DISPATCH, idA, idB, the closure that slept (named through the
+	// wait's program counters), and the wait.
 	frames := c["frames"].([]Frame)
-	if len(frames) != 3 || frames[0].Func != "DISPATCH" || frames[2].ID != idB || frames[2].Depth != 2 || frames[2].Cost < 720 {
+	if len(frames) != 5 || frames[0].Func != "DISPATCH" || frames[2].ID != idB || frames[2].Depth != 2 || frames[2].Cost < 720 ||
+		frames[3].Kind != FrameInline || frames[3].Func != sleeper || frames[3].Depth != 3 ||
+		frames[4].Kind != FrameWait || frames[4].Reason != "sleep" || frames[4].Func != sleeper || frames[4].Depth != 4 || frames[4].Cost < 720 {
 		t.Errorf("frames %+v", frames)
 	}
 	if c["scene"] != "slow-job" || c["name"] != "slow-job" || c["kind"] != "custom" || c["recorded"] != true {
@@ -117,7 +124,8 @@ func TestSlowDispatchReported(t *testing.T) {
 	if m["id"] != is.ID || m["stackKey"] != is.Key || m["tag"] != TagEvilMethod {
 		t.Errorf("JSON line %v", m)
 	}
-	if fr, ok := m["frames"].([]any); !ok || len(fr) != 3 || fr[0].(map[string]any)["func"] != "DISPATCH" {
+	if fr, ok := m["frames"].([]any); !ok || len(fr) != 5 || fr[0].(map[string]any)["func"] != "DISPATCH" ||
+		fr[0].(map[string]any)["kind"] != nil || fr[4].(map[string]any)["kind"] != "wait" || fr[4].(map[string]any)["reason"] != "sleep" {
 		t.Errorf("JSON frames %v", m["frames"])
 	}
 }

@@ -130,7 +130,10 @@ func userFrames(pcs []uint64, parent string) (chain []runtime.Frame, at runtime.
 			chain = append(chain, f)
 		}
 		if !more {
-			return chain, at
+			// The program counters did not reach parent (too deep, or
+			// parent has no name): frames beyond the innermost may be
+			// parent's callers, so only that one is named.
+			return chain[:min(len(chain), 1)], at
 		}
 	}
 }
