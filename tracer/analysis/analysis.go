@@ -218,8 +218,9 @@ type done struct {
 // as leaves with the id Ext: a start record opens one like an enter, its
 // payload words are skipped by their count, and an end record closes the
 // open interval like an exit. Consecutive intervals fold only when they
-// are of the same kind, reason and program counters; a runnable interval
-// shorter than a millisecond makes no item. ItemsExt returns what each
+// are of the same kind, reason and program counters, also across one
+// runnable interval between them; a runnable interval shorter than a
+// millisecond makes no item. ItemsExt returns what each
 // item's interval is.
 func Items(recs []Record, mode Mode, endMs uint64) []Item {
 	items, _ := ItemsExt(recs, mode, endMs)
@@ -257,6 +258,19 @@ func ItemsExt(recs []Record, mode Mode, endMs uint64) ([]Item, []*Interval) {
 				last.count++
 				last.cost = satAdd(last.cost, cost)
 				enters[o.seq].item = n - 1
+				return
+			}
+		}
+		// A wait folds past one runnable interval between it and the same
+		// wait (a loop that sleeps is runnable after each wake-up): the
+		// waits and the runnable intervals then make one item each.
+		if n := len(comp); o.ext != nil && n >= 2 && o.depth != 0 {
+			r, w := &comp[n-1], &comp[n-2]
+			if r.ext != nil && r.ext.Kind == ExtRunnable && r.depth == o.depth && r.parent == p &&
+				w.id == o.id && w.depth == o.depth && w.parent == p && w.ext.same(o.ext) {
+				w.count++
+				w.cost = satAdd(w.cost, cost)
+				enters[o.seq].item = n - 2
 				return
 			}
 		}

@@ -80,6 +80,35 @@ o D 360
 	}
 }
 
+func TestWaitFoldingAcrossRunnable(t *testing.T) {
+	// A loop that sleeps and is runnable for a moment after each wake-up:
+	// one item for the sleeps, one for the runnable time.
+	rs := events(t, `
+i D 0
+i 7 0
+w 3 0 0x10
+e 5
+r 5
+e 6
+w 3 6 0x10
+e 11
+r 11
+e 12
+w 3 12 0x10
+e 17
+o 7 17
+o D 17
+`)
+	items, exts := ItemsExt(rs, Strict, 0)
+	want := []Item{{0, Dispatch, 1, 17}, {1, 7, 1, 17}, {2, Ext, 3, 15}, {2, Ext, 2, 2}}
+	if !reflect.DeepEqual(items, want) {
+		t.Fatalf("items %v, want %v", items, want)
+	}
+	if exts[2].Kind != ExtWait || exts[3].Kind != ExtRunnable {
+		t.Errorf("intervals %v %v", exts[2], exts[3])
+	}
+}
+
 func TestOpenWaitClosedAtEnd(t *testing.T) {
 	// An ANR snapshot: function 5 has been waiting on a lock (reason 9)
 	// since 10 ms; the watchdog looks at 6010 ms.
