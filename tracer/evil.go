@@ -169,6 +169,14 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 	t.slow(d, cost)
 }
 
+// DispatchAbandoned releases what DispatchBegin noted for a dispatch whose
+// goroutine exited before End (beat.AbandonObserver).
+func (t *EvilMethodTracer) DispatchAbandoned(d *beat.Dispatch) {
+	if cpuSupported {
+		t.cpu.release(d.Goid())
+	}
+}
+
 // evilJob is what the analysis goroutine needs of one slow dispatch.
 type evilJob struct {
 	recs     []uint64
