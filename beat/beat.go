@@ -214,7 +214,8 @@ type Stats struct {
 	Dispatches  uint64 // dispatches begun since the process started
 	NotRecorded uint64 // dispatches that found no free buffer
 	// Abandoned counts dispatches whose beginning frame returned or was
-	// unwound by a panic before End: they are never reported.
+	// unwound by a panic before End, or whose goroutine exited before End:
+	// they are never reported.
 	Abandoned uint64
 	// RemoteEnds counts dispatches ended from another goroutine than the
 	// one that began them.
@@ -353,6 +354,11 @@ func Run(name string, fn func()) {
 	defer d.End()
 	fn()
 }
+
+// WaitReason names the runtime's wait reason r as goroutine dumps spell
+// it ("sleep", "chan receive", "sync.Mutex.Lock", …): the reason in an
+// extended record of a wait (abi package). It returns "" in a plain build.
+func WaitReason(r uint8) string { return rtWaitReason(r) }
 
 // Enter and Exit write an enter or exit record for function id on the
 // calling goroutine, exactly as the hooks matrixexec inserts do. They are

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matrixgo/matrix/internal/abi"
 	"github.com/matrixgo/matrix/tracer/analysis"
 )
 
@@ -43,9 +44,17 @@ func TestPlainBuildIsNoOp(t *testing.T) {
 
 type captured struct {
 	mu        sync.Mutex
-	recs      map[string][]analysis.Record
+	recs      map[string][]analysis.Record // the call records (enters and exits)
+	waits     map[string][]wait            // the waits and other intervals
 	cost      map[string]time.Duration
 	abandoned map[string]bool
+}
+
+// wait is an interval of extended records.
+type wait struct {
+	kind, reason uint8
+	pcs          int
+	start, end   uint64
 }
 
 func (c *captured) DispatchBegin(*Dispatch) {}
@@ -57,12 +66,30 @@ func (c *captured) DispatchEnd(d *Dispatch) {
 		return
 	}
 	var rs []analysis.Record
-	for _, r := range d.Records(nil) {
-		rs = append(rs, analysis.Record(r))
+	var ws []wait
+	all := d.Records(nil)
+	for i := 0; i < len(all); i++ {
+		r := analysis.Record(all[i])
+		if r.ID() != abi.ExtID {
+			rs = append(rs, r)
+			continue
+		}
+		if !r.Enter() {
+			if len(ws) > 0 {
+				ws[len(ws)-1].end = r.Time()
+			}
+			continue
+		}
+		if i+1 < len(all) {
+			kind, reason, n := abi.UnpackExt(all[i+1])
+			ws = append(ws, wait{kind: kind, reason: reason, pcs: n, start: r.Time()})
+			i += 1 + n
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.recs[d.Name()] = rs
+	c.waits[d.Name()] = ws
 	c.cost[d.Name()] = d.Cost()
 }
 
@@ -71,7 +98,7 @@ func capture(t *testing.T, cfg Config) *captured {
 	if err := Start(cfg); err != nil {
 		t.Fatal(err)
 	}
-	c := &captured{recs: map[string][]analysis.Record{}, cost: map[string]time.Duration{}, abandoned: map[string]bool{}}
+	c := &captured{recs: map[string][]analysis.Record{}, waits: map[string][]wait{}, cost: map[string]time.Duration{}, abandoned: map[string]bool{}}
 	AddObserver(c)
 	t.Cleanup(func() { RemoveObserver(c); Stop() })
 	return c
@@ -107,6 +134,17 @@ func TestRecordsOfADispatch(t *testing.T) {
 	rs := c.recs["work"]
 	if len(rs) != 6 {
 		t.Fatalf("got %d records %v, want 6", len(rs), rs)
+	}
+	// The sleep is a wait with the runtime's reason, the program counters
+	// where it blocked, and its duration.
+	var sleep *wait
+	for i, w := range c.waits["work"] {
+		if w.kind == abi.ExtWait && WaitReason(w.reason) == "sleep" {
+			sleep = &c.waits["work"][i]
+		}
+	}
+	if sleep == nil || sleep.pcs == 0 || sleep.end < sleep.start+25 {
+		t.Errorf("no sleep of 30 ms among the waits %+v", c.waits["work"])
 	}
 	want := []struct {
 		enter bool

@@ -35,6 +35,7 @@ var names struct {
 	sync.Mutex
 	head  unsafe.Pointer // the list head the table was built from
 	funcs map[uint32]Func
+	pkgs  map[string]bool
 }
 
 // Lookup returns the function with the given id, if an instrumented
@@ -45,18 +46,35 @@ func Lookup(id uint32) (Func, bool) {
 	}
 	names.Lock()
 	defer names.Unlock()
-	if h := rtNamesHead(); h != names.head || names.funcs == nil {
-		names.funcs = parseNames(h)
-		names.head = h
-	}
+	loadNames()
 	f, ok := names.funcs[id]
 	return f, ok
 }
 
-func parseNames(head unsafe.Pointer) map[uint32]Func {
+// Instrumented reports whether the package with import path pkg was
+// instrumented in this binary (it registered its names).
+func Instrumented(pkg string) bool {
+	names.Lock()
+	defer names.Unlock()
+	loadNames()
+	return names.pkgs[pkg]
+}
+
+// loadNames (re)reads the name tables if packages registered more; names
+// is locked.
+func loadNames() {
+	if h := rtNamesHead(); h != names.head || names.funcs == nil {
+		names.funcs, names.pkgs = parseNames(h)
+		names.head = h
+	}
+}
+
+func parseNames(head unsafe.Pointer) (map[uint32]Func, map[string]bool) {
 	funcs := map[uint32]Func{}
+	pkgs := map[string]bool{}
 	for p := head; p != nil; p = (*nameTable)(p).next {
 		pkg, rest, _ := strings.Cut((*nameTable)(p).data, "\n")
+		pkgs[pkg] = true
 		for _, line := range strings.Split(rest, "\n") {
 			idText, rest, ok1 := strings.Cut(line, " ")
 			name, pos, ok2 := strings.Cut(rest, " ")
@@ -76,5 +94,5 @@ func parseNames(head unsafe.Pointer) map[uint32]Func {
 			funcs[f.ID] = f
 		}
 	}
-	return funcs
+	return funcs, pkgs
 }

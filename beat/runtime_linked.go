@@ -65,3 +65,6 @@ func rtInUse(p unsafe.Pointer) bool
 
 //go:linkname rtSetTraceParentHook runtime.matrixSetTraceParentHook
 func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))
+
+//go:linkname rtWaitReason runtime.matrixWaitReason
+func rtWaitReason(r uint8) string

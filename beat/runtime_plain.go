@@ -33,3 +33,4 @@ func rtFrameDepth(int) uintptr                          { return 0 }
 func rtAbandoned() uint32                               { return 0 }
 func rtInUse(unsafe.Pointer) bool                       { return false }
 func rtSetTraceParentHook(func(unsafe.Pointer, string)) {}
+func rtWaitReason(uint8) string                         { return "" }

@@ -13,15 +13,17 @@ import (
 	"github.com/matrixgo/matrix/inject"
 )
 
-// gField is the field added to runtime.g: the goroutine's ring buffer, nil
-// while it is not inside a dispatch.
-const gField = "matrixBeat unsafe.Pointer; "
+// gField lists the fields added to runtime.g: the goroutine's ring buffer,
+// nil while it is not inside a dispatch; the state of the interval it is
+// not running in (see matrixStatus in the recorder's runtime file); and
+// when its current system call began.
+const gField = "matrixBeat unsafe.Pointer; matrixState uint32; matrixSys uint64; "
 
 // deferFastPath is inserted at the top of runtime.deferreturn (see
 // matrixDeferNone in the recorder's runtime file, package inject).
 const deferFastPath = "if matrixDeferNone(sys.GetCallerSP()) { return }; "
 
-// PatchRuntime prepares the files of package runtime: it adds the field the
+// PatchRuntime prepares the files of package runtime: it adds the fields the
 // recorder needs to runtime.g (in runtime2.go), the statements of
 // runtimeHooks at the top of runtime functions, and the recorder's files
 // (see package inject). It writes what it changes to dir and returns the
@@ -29,7 +31,7 @@ const deferFastPath = "if matrixDeferNone(sys.GetCallerSP()) { return }; "
 // MATRIX_DEBUG_HOOKS=1 is set at run time; without it they carry no trace
 // of that code.
 //
-// No line of the patched files moves: the field is inserted before the
+// No line of the patched files moves: the fields are inserted before the
 // closing brace of the struct, on that brace's line, and each statement
 // after its function's opening brace, followed by a line directive that
 // gives the rest of the line its original column.
@@ -102,6 +104,34 @@ var runtimeHooks = []stdHook{
 	// unwinds (matrixRecovery).
 	{file: "panic.go", name: "recovery", check: params("gp"), stmt: func(p []string) string {
 		return "if " + p[0] + ".matrixBeat != nil { matrixRecovery(" + p[0] + ") }; "
+	}},
+	// A recording goroutine that is about to block opens a wait, with the
+	// reason and the program counters where it blocked (matrixPark).
+	{file: "proc.go", name: "gopark", check: params("unlockf", "lock", "reason", "traceReason", "traceskip"), stmt: func(p []string) string {
+		return "if getg().matrixBeat != nil { matrixPark(" + p[2] + ") }; "
+	}},
+	// Every status change of a recording goroutine ends or starts the
+	// interval it is not running in: wait, runnable (matrixStatus).
+	{file: "proc.go", name: "casgstatus", check: params("gp", "oldval", "newval"), stmt: func(p []string) string {
+		return "if " + p[0] + ".matrixBeat != nil { matrixStatus(" + p[0] + ", " + p[1] + ", " + p[2] + ") }; "
+	}},
+	// A system call of a recording goroutine that took at least a clock
+	// tick is recorded (matrixSyscallEnter, matrixSyscallExit). These run
+	// without a P and without write barriers: what they call is nosplit
+	// and writes only integers.
+	{file: "proc.go", name: "reentersyscall", check: params("pc", "sp", "bp"), stmt: func([]string) string {
+		return "if getg().matrixBeat != nil { matrixSyscallEnter() }; "
+	}},
+	{file: "proc.go", name: "entersyscallblock", check: noParams, stmt: func([]string) string {
+		return "if getg().matrixBeat != nil { matrixSyscallEnter() }; "
+	}},
+	{file: "proc.go", name: "exitsyscall", check: noParams, stmt: func([]string) string {
+		return "if getg().matrixBeat != nil { matrixSyscallExit() }; "
+	}},
+	// A goroutine that exits clears its slot, and the dispatches it leaves
+	// open are marked abandoned (matrixGoexit).
+	{file: "proc.go", name: "gdestroy", check: params("gp"), stmt: func(p []string) string {
+		return "if " + p[0] + ".matrixBeat != nil { matrixGoexit(" + p[0] + ") }; "
 	}},
 }
 

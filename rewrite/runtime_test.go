@@ -1,6 +1,10 @@
 package rewrite
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +22,26 @@ func TestPatchRuntime(t *testing.T) {
 	if err := os.WriteFile(panicGo, []byte("package runtime\n\nfunc deferreturn() {\n\tx()\n}\n\nfunc recovery(gp *g) {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// proc.go with every hooked function, in another order than the table,
+	// with the signatures of the supported releases.
+	sigs := map[string]string{
+		"gopark":            "(unlockf func(*g, unsafe.Pointer) bool, lock unsafe.Pointer, reason waitReason, traceReason traceBlockReason, traceskip int)",
+		"casgstatus":        "(gp *g, oldval, newval uint32)",
+		"reentersyscall":    "(pc, sp, bp uintptr)",
+		"entersyscallblock": "()",
+		"exitsyscall":       "()",
+		"gdestroy":          "(gp *g)",
+	}
+	var proc strings.Builder
+	proc.WriteString("package runtime\n")
+	for i := len(runtimeHooks) - 1; i >= 0; i-- {
+		if h := runtimeHooks[i]; h.file == "proc.go" {
+			fmt.Fprintf(&proc, "\nfunc %s%s {\n\tx()\n}\n", h.name, sigs[h.name])
+		}
+	}
+	if err := os.WriteFile(other, []byte(proc.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(r2, []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +51,7 @@ func TestPatchRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(files) != 5 || files[0] != other || files[1] != filepath.Join(dir, "runtime2.go") || files[2] != filepath.Join(dir, "panic.go") ||
+		if len(files) != 5 || files[0] != filepath.Join(dir, "proc.go") || files[1] != filepath.Join(dir, "runtime2.go") || files[2] != filepath.Join(dir, "panic.go") ||
 			files[3] != filepath.Join(dir, inject.RuntimeFileName) || files[4] != filepath.Join(dir, inject.RuntimeConstFileName) {
 			t.Fatalf("debug=%v: files %q", debug, files)
 		}
@@ -41,6 +65,30 @@ func TestPatchRuntime(t *testing.T) {
 			"func recovery(gp *g) {if gp.matrixBeat != nil { matrixRecovery(gp) }; /*line " + panicGo + ":7:23*/}\n"
 		if string(pg) != wantPanic {
 			t.Errorf("panic.go =\n%s\nwant\n%s", pg, wantPanic)
+		}
+		// Every hook at the top of its function, each function's lines
+		// in place.
+		pr, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := 3
+		for i := len(runtimeHooks) - 1; i >= 0; i-- {
+			h := runtimeHooks[i]
+			if h.file != "proc.go" {
+				continue
+			}
+			head := "func " + h.name + sigs[h.name] + " {"
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "", "package runtime\n"+head+"}", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := head + h.stmt(paramNames(f.Decls[0].(*ast.FuncDecl))) + fmt.Sprintf("/*line %s:%d:%d*/\n\tx()\n", other, line, len(head)+1)
+			if !strings.Contains(string(pr), want) {
+				t.Errorf("proc.go lacks\n%s\nin\n%s", want, pr)
+			}
+			line += 4
 		}
 		got, err := os.ReadFile(files[1])
 		if err != nil {
@@ -60,7 +108,15 @@ func TestPatchRuntime(t *testing.T) {
 			t.Errorf("debug=%v: the runtime file does not declare %q", debug, wantConst)
 		}
 	}
-	for _, fs := range [][]string{{other, panicGo}, {other, r2}} {
+	// A hooked function with another signature is refused.
+	changed := filepath.Join(t.TempDir(), "proc.go")
+	if err := os.WriteFile(changed, []byte("package runtime\n\nfunc gopark(x int) {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PatchRuntime([]string{changed, r2, panicGo}, t.TempDir(), false); err == nil || !strings.Contains(err.Error(), "gopark has the parameters [x] in this Go release") {
+		t.Errorf("gopark with another signature: err = %v", err)
+	}
+	for _, fs := range [][]string{{other, panicGo}, {other, r2}, {r2, panicGo}} {
 		if _, err := PatchRuntime(fs, t.TempDir(), false); err == nil {
 			t.Errorf("no error for the runtime files %q", fs)
 		}

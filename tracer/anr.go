@@ -537,8 +537,9 @@ func anrTree(c map[string]any, s stuck) string {
 	res := analysis.Analyze(recs, analysis.Strict, s.nowMs, s.age.Milliseconds())
 	c["cost"] = res.Cost
 	c["stack"] = res.Stack
-	c["stackKey"] = res.Key
-	c["frames"] = framesOf(res)
+	frames, key := framesOf(res)
+	c["stackKey"] = key
+	c["frames"] = frames
 	note := ""
 	switch {
 	case !s.recorded:
@@ -553,7 +554,7 @@ func anrTree(c map[string]any, s stuck) string {
 		}
 		c["note"] = note
 	}
-	return res.Key
+	return key
 }
 
 // DefaultANRConfig returns Matrix's watchdog settings: LAG at 2 s, ANR at

@@ -25,7 +25,8 @@ type Frame struct {
 	// Func is the function as "import/path.Name" ("DISPATCH" for the
 	// dispatch itself), or "" when the binary does not know the id.
 	Func string `json:"func"`
-	// File and Line are where the function is declared, when known.
+	// File and Line are where the function is declared, when known; for
+	// a wait or an inline frame, the line it was at.
 	File string `json:"file"`
 	Line int    `json:"line"`
 	// Start is when the node began (its first call, for a node that
@@ -33,6 +34,14 @@ type Frame struct {
 	// places the node in time; for the tree of package initialisation,
 	// after the first recorded function began (analysis.Result.Starts).
 	Start int64 `json:"start"`
+	// Kind is "" for a call, FrameWait for an interval in which the
+	// goroutine did not run (ID 1048575), FrameInline for a function
+	// without a hook named through a wait under it (ID 0), or
+	// FrameGoroutine.
+	Kind string `json:"kind,omitempty"`
+	// Reason is a wait's reason as goroutine dumps spell it ("sleep",
+	// "chan receive", "sync.Mutex.Lock", …), or "syscall" or "runnable".
+	Reason string `json:"reason,omitempty"`
 }
 
 // EvilMethodTracer is the slow-call tracer, Matrix's EvilMethodTracer. It
@@ -259,7 +268,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		note = noteWrapped
 	}
 	res := analysis.Analyze(recs, analysis.Strict, j.endMs, costMs)
-	frames := framesOf(res)
+	frames, key := framesOf(res)
 	scene := j.scene
 	if scene == "" {
 		scene = j.name
@@ -268,7 +277,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		"detail":    DetailNormal,
 		"cost":      res.Cost,
 		"stack":     res.Stack,
-		"stackKey":  res.Key,
+		"stackKey":  key,
 		"frames":    frames,
 		"scene":     scene,
 		"name":      j.name,
@@ -289,5 +298,5 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 			content["usage"] = strconv.FormatFloat(100*float64(j.cpuNs)/float64(j.cpuWall), 'f', 2, 64) + "%"
 		}
 	}
-	return NewIssue(TagEvilMethod, res.Key, j.end, content)
+	return NewIssue(TagEvilMethod, key, j.end, content)
 }

@@ -732,12 +732,13 @@ func coldIssues(in coldInput) []Issue {
 		note = noteNoStartupRec
 	}
 	res := analysis.Analyze(recs, analysis.NonStrict, 0, p.init)
+	frames, key := framesOf(res)
 	sc := map[string]any{
 		"detail":                DetailStartup,
 		"cost":                  max(p.startupDuration, res.Cost),
 		"stack":                 res.Stack,
-		"stackKey":              res.Key,
-		"frames":                framesOf(res),
+		"stackKey":              key,
+		"frames":                frames,
 		"scene":                 in.scene,
 		"subType":               1,
 		"is_warm_start_up":      false,
@@ -750,7 +751,7 @@ func coldIssues(in coldInput) []Issue {
 	if note != "" {
 		sc["note"] = note
 	}
-	return append(issues, NewIssue(TagEvilMethod, res.Key, in.ready, sc))
+	return append(issues, NewIssue(TagEvilMethod, key, in.ready, sc))
 }
 
 // warmIssues builds the TagStartUp issue of a warm start-up and, over the
@@ -779,6 +780,7 @@ func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
 		recs[i] = analysis.Record(r)
 	}
 	res := analysis.Analyze(recs, analysis.Strict, ev.endMs, cost)
+	frames, key := framesOf(res)
 	note := ev.note
 	if note == "" && len(res.Items) == 0 {
 		note = noteWrapped
@@ -787,8 +789,8 @@ func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
 		"detail":           DetailStartup,
 		"cost":             res.Cost,
 		"stack":            res.Stack,
-		"stackKey":         res.Key,
-		"frames":           framesOf(res),
+		"stackKey":         key,
+		"frames":           frames,
 		"scene":            ev.scene,
 		"subType":          2,
 		"is_warm_start_up": true,
@@ -798,5 +800,5 @@ func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
 	if note != "" {
 		sc["note"] = note
 	}
-	return append(issues, NewIssue(TagEvilMethod, res.Key, ev.at, sc))
+	return append(issues, NewIssue(TagEvilMethod, key, ev.at, sc))
 }

@@ -1,23 +1,193 @@
 package tracer
 
 import (
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+
 	"github.com/matrixgo/matrix/beat"
 	"github.com/matrixgo/matrix/tracer/analysis"
 )
 
-// framesOf symbolises the items of a call tree with the names the binary
-// carries (beat.Lookup), as the "frames" field of a report.
-func framesOf(res analysis.Result) []Frame {
-	frames := make([]Frame, len(res.Items))
-	for i, it := range res.Items {
-		f := Frame{Depth: it.Depth, ID: it.ID, Count: it.Count, Cost: it.Cost}
-		if i < len(res.Starts) {
-			f.Start = res.Starts[i]
-		}
-		if fn, ok := beat.Lookup(it.ID); ok {
-			f.Func, f.File, f.Line = fn.String(), fn.File, fn.Line
-		}
-		frames[i] = f
+// Kinds of frames other than calls (Frame.Kind).
+const (
+	// FrameWait is an interval in which the goroutine did not run: a wait
+	// with the runtime's reason, a blocking system call (reason
+	// "syscall") or time runnable but not running (reason "runnable").
+	FrameWait = "wait"
+	// FrameInline is a function without a hook (inlined, a small leaf,
+	// blacklisted) named through the program counters of a wait under it.
+	FrameInline = "inline"
+	// FrameGoroutine is reserved for a goroutine the dispatch started.
+	FrameGoroutine = "goroutine"
+)
+
+// framesOf symbolises a call tree with the names the binary carries
+// (beat.Lookup), as the "frames" field of a report, and returns the stack
+// key to report.
+//
+// A wait (an item with an interval) is named by the user code that
+// blocked: the program counters recorded with it are expanded through the
+// inline tree (runtime.CallersFrames), and the innermost frame of user code
+// names the wait's function and line. User code is a package this binary
+// instrumented, or any package outside the standard library (whose first
+// path element has no dot). User functions between the hooked function the
+// wait is recorded under and that innermost frame (inlined or without a
+// hook) become FrameInline frames, outermost first, each as costly as the
+// wait. A wait whose key wins names its function and reason,
+// "<func>[<reason>]|": never an address, so keys are stable across builds.
+func framesOf(res analysis.Result) ([]Frame, string) {
+	frames := make([]Frame, 0, len(res.Items))
+	key := res.Key
+	type anc struct {
+		depth, add int
+		name       string
 	}
-	return frames
+	var st []anc // the open ancestors: their depth in res.Items, the depth shift of their subtree, their name
+	for i, it := range res.Items {
+		for len(st) > 0 && st[len(st)-1].depth >= it.Depth {
+			st = st[:len(st)-1]
+		}
+		add, parent := 0, ""
+		if len(st) > 0 {
+			add, parent = st[len(st)-1].add, st[len(st)-1].name
+		}
+		var x *analysis.Interval
+		if res.Exts != nil {
+			x = res.Exts[i]
+		}
+		var start int64
+		if i < len(res.Starts) {
+			start = res.Starts[i]
+		}
+		if x == nil {
+			f := Frame{Depth: it.Depth + add, ID: it.ID, Count: it.Count, Cost: it.Cost, Start: start}
+			if fn, ok := beat.Lookup(it.ID); ok {
+				f.Func, f.File, f.Line = fn.String(), fn.File, fn.Line
+			}
+			frames = append(frames, f)
+			st = append(st, anc{it.Depth, add, f.Func})
+			continue
+		}
+		chain, at := userFrames(x.PCs, parent)
+		for j := len(chain) - 1; j >= 0; j-- {
+			c := chain[j]
+			frames = append(frames, Frame{Depth: it.Depth + add, Count: it.Count, Cost: it.Cost, Start: start, Func: c.Function, File: c.File, Line: c.Line, Kind: FrameInline})
+			add++
+		}
+		w := Frame{Depth: it.Depth + add, ID: it.ID, Count: it.Count, Cost: it.Cost, Start: start, Kind: FrameWait, Reason: reasonOf(x)}
+		switch {
+		case len(chain) > 0:
+			w.Func, w.File, w.Line = chain[0].Function, chain[0].File, chain[0].Line
+		case at.Function != "":
+			w.Func, w.File, w.Line = at.Function, at.File, at.Line
+		default:
+			w.Func = parent // no program counters (a system call, …), or none in user code
+		}
+		frames = append(frames, w)
+		st = append(st, anc{it.Depth, add, w.Func})
+		if i == res.KeyIndex {
+			name := w.Func
+			if name == "" {
+				name, _, _ = strings.Cut(res.Key, "|") // the id of the function it is under
+			}
+			key = name + "[" + w.Reason + "]|"
+		}
+	}
+	return frames, key
+}
+
+// reasonOf names an interval: the runtime's wait reason of a wait,
+// "syscall" or "runnable".
+func reasonOf(x *analysis.Interval) string {
+	if x.Kind == analysis.ExtWait {
+		if r := beat.WaitReason(x.Reason); r != "" {
+			return r
+		}
+		return "wait " + strconv.Itoa(int(x.Reason))
+	}
+	return x.KindName()
+}
+
+// userFrames expands pcs (innermost first) and returns the frames of user
+// code inside the function named parent, innermost first, and the frame
+// of parent itself (zero if pcs do not reach it).
+func userFrames(pcs []uint64, parent string) (chain []runtime.Frame, at runtime.Frame) {
+	if len(pcs) == 0 {
+		return nil, at
+	}
+	up := make([]uintptr, len(pcs))
+	for i, pc := range pcs {
+		up[i] = uintptr(pc)
+	}
+	parent = trimTypeArgs(parent)
+	frames := runtime.CallersFrames(up)
+	for {
+		f, more := frames.Next()
+		f.Function = mainPath(f.Function)
+		if f.Function != "" && userCode(f.Function) {
+			if parent != "" && trimTypeArgs(f.Function) == parent {
+				return chain, f
+			}
+			chain = append(chain, f)
+		}
+		if !more {
+			// The program counters did not reach parent (too deep, or
+			// parent has no name): frames beyond the innermost may be
+			// parent's callers, so only that one is named.
+			return chain[:min(len(chain), 1)], at
+		}
+	}
+}
+
+var mainPkg = sync.OnceValue(func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Path != "" {
+		return bi.Path
+	}
+	return "main"
+})
+
+// mainPath renames a function of package main ("main.F") after the main
+// package's import path ("example.com/app.F").
+func mainPath(fn string) string {
+	if rest, ok := strings.CutPrefix(fn, "main."); ok {
+		return mainPkg() + "." + rest
+	}
+	return fn
+}
+
+// userCode reports whether the function with this qualified name
+// (runtime.Frame.Function) belongs to user code: a package this binary
+// instrumented, or one outside the standard library.
+func userCode(fn string) bool {
+	pkg := funcPackage(fn)
+	if beat.Instrumented(pkg) {
+		return true
+	}
+	first, _, _ := strings.Cut(pkg, "/")
+	return pkg == "main" || strings.Contains(first, ".")
+}
+
+// funcPackage returns the import path of a qualified function name:
+// "example.com/a/b.(*T).M" → "example.com/a/b".
+func funcPackage(fn string) string {
+	slash := strings.LastIndexByte(fn, '/')
+	dot := strings.IndexByte(fn[slash+1:], '.')
+	if dot < 0 {
+		return fn
+	}
+	return fn[:slash+1+dot]
+}
+
+// trimTypeArgs drops the type arguments of an instantiated generic
+// function's name ("F[...]"), which the binary's names do not carry.
+func trimTypeArgs(fn string) string {
+	if i := strings.Index(fn, "["); i >= 0 {
+		if j := strings.LastIndexByte(fn, ']'); j > i {
+			return fn[:i] + fn[j+1:]
+		}
+	}
+	return fn
 }

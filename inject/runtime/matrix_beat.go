@@ -309,6 +309,7 @@ func matrixSwapRing(p unsafe.Pointer) unsafe.Pointer {
 	gp := getg()
 	old := gp.matrixBeat
 	gp.matrixBeat = p
+	gp.matrixState, gp.matrixSys = matrixStNone, 0
 	return old
 }
 
@@ -481,3 +482,157 @@ func matrixDispatchTraceParent(d unsafe.Pointer, tp string) {
 		h(d, tp)
 	}
 }
+
+// Waits. While a goroutine records (its slot points at a ring other than
+// the start-up ring), the intervals in which it does not run are written to
+// its ring as extended records (abi package doc): a start record, a
+// payload, and an end record. g.matrixState says which interval is open.
+// The hooks are inserted by rewrite.PatchRuntime; a goroutine that is not
+// recording pays the nil check of its slot there.
+const (
+	matrixStNone     = 0 // running
+	matrixStWait     = 1 // a wait is open
+	matrixStRunnable = 2 // runnable, waiting for a CPU
+)
+
+// matrixPut appends one word to r. Only the goroutine that owns r writes
+// to it, or the thread that changes its status while it does not run (the
+// status change orders the writes).
+//
+//go:nosplit
+func matrixPut(r *matrixRing, w uint64) {
+	*(*uint64)(add(r.buf, uintptr(r.n&r.mask)*8)) = w
+	r.n++
+}
+
+//go:nosplit
+func matrixExtStart(r *matrixRing, t uint64, kind, reason uint8, npc int) {
+	matrixPut(r, matrixEnterBit|matrixExtID<<matrixIDShift|t&matrixTimeMask)
+	matrixPut(r, uint64(kind)<<matrixExtKindShift|uint64(reason)<<matrixExtReasonShift|uint64(npc))
+}
+
+//go:nosplit
+func matrixExtEnd(r *matrixRing, t uint64) {
+	matrixPut(r, matrixExtID<<matrixIDShift|t&matrixTimeMask)
+}
+
+// matrixPark is called by gopark on a recording goroutine: it opens a wait
+// with the reason and the program counters of the callers, the runtime's
+// own frames left out, so that the wait can be named by the user code that
+// blocked (its function, inlined or not, and line).
+//
+//go:noinline
+func matrixPark(reason waitReason) {
+	gp := getg()
+	r := (*matrixRing)(gp.matrixBeat)
+	if r == matrixStartup || gp.matrixState != matrixStNone {
+		return
+	}
+	var pcs [matrixExtMaxPCs + 8]uintptr
+	n := callers(2, pcs[:]) // gopark's caller and up
+	i := 0
+	for i < n {
+		f := findfunc(pcs[i] - 1)
+		if !f.valid() {
+			break
+		}
+		name := funcname(f)
+		if len(name) < 8 || name[:8] != "runtime." {
+			break
+		}
+		i++
+	}
+	k := min(n-i, matrixExtMaxPCs)
+	matrixExtStart(r, matrixClk.now, matrixExtWait, uint8(reason), k)
+	for _, pc := range pcs[i : i+k] {
+		matrixPut(r, uint64(pc))
+	}
+	gp.matrixState = matrixStWait
+}
+
+// matrixStatus is called by casgstatus for a recording goroutine gp. A
+// move to _Gwaiting that gopark did not announce (the runtime parking gp
+// for the garbage collector, …) opens a wait with gp's reason and no
+// program counters; a move to _Grunnable ends the wait and opens a
+// runnable interval; a move to _Grunning ends what is open.
+//
+//go:nosplit
+func matrixStatus(gp *g, oldval, newval uint32) {
+	r := (*matrixRing)(gp.matrixBeat)
+	if r == matrixStartup {
+		return
+	}
+	now := matrixClk.now
+	switch newval {
+	case _Gwaiting:
+		if oldval == _Grunning && gp.matrixState == matrixStNone {
+			matrixExtStart(r, now, matrixExtWait, uint8(gp.waitreason), 0)
+			gp.matrixState = matrixStWait
+		}
+	case _Grunnable:
+		if gp.matrixState == matrixStRunnable {
+			return
+		}
+		if gp.matrixState == matrixStWait {
+			matrixExtEnd(r, now)
+		}
+		matrixExtStart(r, now, matrixExtRunnable, 0, 0)
+		gp.matrixState = matrixStRunnable
+	case _Grunning:
+		if gp.matrixState != matrixStNone {
+			matrixExtEnd(r, now)
+			gp.matrixState = matrixStNone
+		}
+	}
+}
+
+// matrixSyscallEnter notes when a recording goroutine entered a system
+// call (the clock plus one, so that zero means none). It runs in
+// reentersyscall or entersyscallblock, which must not split the stack.
+//
+//go:nosplit
+func matrixSyscallEnter() {
+	gp := getg()
+	gp.matrixSys = matrixClk.now + 1
+}
+
+// matrixSyscallExit records the system call that ends if it took at least
+// one tick of the recorder's clock. It runs at the top of exitsyscall, with
+// or without a P: no split, no write barrier.
+//
+//go:nosplit
+func matrixSyscallExit() {
+	gp := getg()
+	t := gp.matrixSys
+	gp.matrixSys = 0
+	r := (*matrixRing)(gp.matrixBeat)
+	if t == 0 || r == matrixStartup || gp.matrixState != matrixStNone {
+		return
+	}
+	t--
+	if now := matrixClk.now; now > t {
+		matrixExtStart(r, t, matrixExtSyscall, 0, 0)
+		matrixExtEnd(r, now)
+	}
+}
+
+// matrixGoexit runs in gdestroy for an exiting goroutine whose slot is
+// set: it clears the slot, so that a goroutine that reuses the g does not
+// record into a dead dispatch, and marks every ring it was recording into
+// (the innermost and the dispatches it is nested in) abandoned for beat.
+func matrixGoexit(gp *g) {
+	r := (*matrixRing)(gp.matrixBeat)
+	gp.matrixBeat = nil
+	gp.matrixState, gp.matrixSys = matrixStNone, 0
+	for r != nil && r != matrixStartup {
+		if atomic.Cas(&r.state, matrixRingRunning, matrixRingAbandoned) {
+			atomic.Xadd(&matrixAbandonedN, 1)
+		}
+		r = (*matrixRing)(r.outer)
+	}
+}
+
+// matrixWaitReason names a wait reason as goroutine dumps do.
+//
+//go:linkname matrixWaitReason
+func matrixWaitReason(r uint8) string { return waitReason(r).String() }

@@ -1,7 +1,7 @@
 // Package abi is the one definition of the contract between the code
 // matrixexec adds to a program and the code that reads what it recorded:
-// the packed record layout, the reserved function ids, the ring header the
-// runtime writes through, the recording flag's padding, the name table of
+// the packed record layout, the reserved function ids, the extended
+// records of waits (see below), the ring header the runtime writes through, the recording flag's padding, the name table of
 // an instrumented package, the dispatch kinds and the version of all of it.
 //
 // Every side takes these values from here. The recorder's runtime file and
@@ -11,6 +11,37 @@
 // constants (see RuntimeConstants and the rewrite package); the beat
 // package and the analysis import them; and the runtime file checks its own
 // view of the ring against the rendered offsets when it is compiled.
+//
+// # Extended records: waits, system calls, runnable time
+//
+// While a goroutine records inside a dispatch, the runtime also writes the
+// intervals in which it does not run. Such an interval is a pair of
+// extended records, whose id field holds ExtID (0xFFFFF, never a function
+// id): a start record (EnterBit set) followed by raw payload words, and an
+// end record (EnterBit clear, no payload). The first payload word is
+// PackExt(kind, reason, count); count further words follow, the program
+// counters where the goroutine blocked (innermost first, as
+// runtime.Callers returns them, runtime frames left out). Payload words
+// are not records: a reader skips them by count, and a copy that ends
+// inside a payload (a watchdog copies a prefix) simply ends there.
+//
+// Worked example: a function with id 7 sleeps 350 ms at time 100 ms, and
+// the goroutine then waits 2 ms for a CPU:
+//
+//	i(7@100)                       Pack(true, 7, 100)
+//	X(start@100)                   Pack(true, ExtID, 100)
+//	  payload                      PackExt(ExtWait, <waitReasonSleep>, 2)
+//	  payload                      pc of time.Sleep's caller's call site
+//	  payload                      pc of the next caller
+//	X(end@450)                     Pack(false, ExtID, 450)
+//	X(start@450)                   Pack(true, ExtID, 450)
+//	  payload                      PackExt(ExtRunnable, 0, 0)
+//	X(end@452)                     Pack(false, ExtID, 452)
+//	o(7@452)                       Pack(false, 7, 452)
+//
+// The reason is the runtime's own waitReason of the release the program
+// was built with; only that program's runtime can name it (the beat
+// package asks it: "sleep", "chan receive", "sync.Mutex.Lock", …).
 //
 // The package uses the standard library only: it is linked into every
 // instrumented program.
@@ -25,7 +56,7 @@ import (
 // whose matrix module (beat, the tracers) was written for another version:
 // the runtime it patches and the recorder it links must agree on every
 // value below. Bump it whenever a value or a linkname signature changes.
-const Version = 2
+const Version = 3
 
 // Record layout: one packed 64-bit word per event, the layout of Matrix's
 // AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
@@ -51,10 +82,49 @@ const (
 	// exit bracket one dispatch, as Matrix's METHOD_ID_DISPATCH brackets
 	// one main-looper message.
 	DispatchID = 1048574
-	// MaxFuncID is the largest id a function can have. 0xFFFFF cannot be
-	// told from a field of ones and is never used.
+	// MaxFuncID is the largest id a function can have.
 	MaxFuncID = DispatchID - 1
+	// ExtID (0xFFFFF) marks an extended record (see the package doc): the
+	// start or end of an interval in which the goroutine did not run.
+	ExtID = DispatchID + 1
 )
+
+// Extended record kinds (the top byte of the first payload word).
+const (
+	// ExtWait is a park: the goroutine blocked (channel, select, mutex,
+	// sleep, network poller, GC assist, …) with the runtime's wait reason.
+	ExtWait = 1
+	// ExtSyscall is a system call that blocked for at least one clock
+	// tick (1 ms).
+	ExtSyscall = 2
+	// ExtRunnable is time spent runnable but not running: waiting for a
+	// CPU after a wake-up, a preemption or a system call.
+	ExtRunnable = 3
+)
+
+// Payload layout of an extended start record.
+const (
+	// ExtKindShift is the position of the kind in the first payload word.
+	ExtKindShift = 56
+	// ExtReasonShift is the position of the wait reason.
+	ExtReasonShift = 48
+	// ExtCountMask masks the number of program counters that follow.
+	ExtCountMask = 1<<16 - 1
+	// ExtMaxPCs is the largest number of program counters a start record
+	// carries.
+	ExtMaxPCs = 8
+)
+
+// PackExt packs the first payload word of an extended start record. It is
+// never zero for a valid kind (1..255).
+func PackExt(kind, reason uint8, count int) uint64 {
+	return uint64(kind)<<ExtKindShift | uint64(reason)<<ExtReasonShift | uint64(count)&ExtCountMask
+}
+
+// UnpackExt splits the first payload word of an extended start record.
+func UnpackExt(w uint64) (kind, reason uint8, count int) {
+	return uint8(w >> ExtKindShift), uint8(w >> ExtReasonShift), int(w & ExtCountMask)
+}
 
 // Pack packs an enter (enter true) or exit record. Bits of id beyond the id
 // field and of ms beyond the time field are dropped, as the runtime hooks
@@ -109,7 +179,7 @@ type Ring struct {
 const (
 	RingRunning   = 0 // recording
 	RingEnded     = 1 // ended by Dispatch.End
-	RingAbandoned = 2 // its beginning frame was unwound by a panic
+	RingAbandoned = 2 // its beginning frame was unwound by a panic, or its goroutine exited
 )
 
 // Offsets of Ring's fields and its size, rendered into the runtime file,
@@ -206,9 +276,18 @@ const (
 	matrixRingFrameOffset = %d
 	matrixRingStateOffset = %d
 	matrixRingSize       = %d
+	matrixRingRunning    = %d
 	matrixRingAbandoned  = %d
+	matrixExtID          = %d
+	matrixExtWait        = %d
+	matrixExtSyscall     = %d
+	matrixExtRunnable    = %d
+	matrixExtKindShift   = %d
+	matrixExtReasonShift = %d
+	matrixExtMaxPCs      = %d
 )
 `, Version, EnterBit, IDShift, IDMask, TimeMask, DispatchID, StartupRingSize,
 		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset,
-		RingOuterOffset, RingFrameOffset, RingStateOffset, RingSize, RingAbandoned)
+		RingOuterOffset, RingFrameOffset, RingStateOffset, RingSize, RingRunning, RingAbandoned,
+		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtKindShift, ExtReasonShift, ExtMaxPCs)
 }

@@ -80,6 +80,7 @@ type open struct {
 	depth int
 	seq   int // index of the enter among all enters processed
 	time  uint64
+	ext   *Interval // the interval of an extended start record, nil for a call
 
 	prevD    int // stack position of the next Dispatch enter below, -1 for none
 	prevSame int // indexed stacks only: position of the next enter of the same id below, -1 for none
@@ -180,6 +181,7 @@ type done struct {
 	parent int // enter index of the enclosing open method, -1 for none
 	count  int
 	cost   int64
+	ext    *Interval
 
 	up, first, last, next int // tree parent, first and last child, next sibling
 }
@@ -215,14 +217,31 @@ type done struct {
 // ancestor that did, and every Depth in the result is the node's depth in
 // that tree, so each item's depth is at most the previous item's depth + 1
 // and the first item has depth 0.
+//
+// Extended records (waits, system calls, runnable time; see Ext) take part
+// as leaves with the id Ext: a start record opens one like an enter, its
+// payload words are skipped by their count, and an end record closes the
+// open interval like an exit. Consecutive intervals fold only when they
+// are of the same kind, reason and program counters, also across one
+// runnable interval between them; a runnable interval shorter than a
+// millisecond makes no item. ItemsExt returns what each
+// item's interval is.
 func Items(recs []Record, mode Mode, endMs uint64) []Item {
-	items, _ := itemsTimed(recs, mode, endMs)
+	items, _, _ := itemsTimed(recs, mode, endMs)
 	return items
 }
 
+// ItemsExt is Items that also returns, for each item, its interval (nil
+// for a call).
+func ItemsExt(recs []Record, mode Mode, endMs uint64) ([]Item, []*Interval) {
+	items, _, exts := itemsTimed(recs, mode, endMs)
+	return items, exts
+}
+
 // itemsTimed is Items that also returns, for each item, the timestamp of
-// the enter of its first call.
-func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
+// the enter of its first call, and its interval (nil for a call; nil when
+// there is no interval at all).
+func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64, []*Interval) {
 	var (
 		stack   = openStack{s: make([]open, 0, 64), dTop: -1}
 		enters  = make([]enter, 0, len(recs)/2+1)
@@ -236,6 +255,9 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
 	// (step 1) and merges it with the previous one (step 2).
 	complete := func(o open, cost int64) {
 		p := enters[o.seq].parent
+		if o.ext != nil && o.ext.Kind == ExtRunnable && cost == 0 {
+			return // noise: a goroutine is runnable for a moment at every wake-up
+		}
 		if n := len(comp); n > 0 {
 			last := &comp[n-1]
 			// Matrix: addMethodItem merged on (id, depth) alone, so two
@@ -244,23 +266,47 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
 			// changes nothing for well-formed input. Matrix also replaced
 			// a cost of exactly 5000 ms (DEFAULT_ANR) by the previous
 			// item's cost; we add the real cost.
-			if last.id == o.id && last.depth == o.depth && o.depth != 0 && last.parent == p {
+			if last.id == o.id && last.depth == o.depth && o.depth != 0 && last.parent == p && last.ext.same(o.ext) {
 				last.count++
 				last.cost = satAdd(last.cost, cost)
 				enters[o.seq].item = n - 1
 				return
 			}
 		}
+		// A wait folds past one runnable interval between it and the same
+		// wait (a loop that sleeps is runnable after each wake-up): the
+		// waits and the runnable intervals then make one item each.
+		if n := len(comp); o.ext != nil && n >= 2 && o.depth != 0 {
+			r, w := &comp[n-1], &comp[n-2]
+			if r.ext != nil && r.ext.Kind == ExtRunnable && r.depth == o.depth && r.parent == p &&
+				w.id == o.id && w.depth == o.depth && w.parent == p && w.ext.same(o.ext) {
+				w.count++
+				w.cost = satAdd(w.cost, cost)
+				enters[o.seq].item = n - 2
+				return
+			}
+		}
 		enters[o.seq].item = len(comp)
-		comp = append(comp, done{id: o.id, depth: o.depth, seq: o.seq, parent: p, count: 1, cost: cost})
+		comp = append(comp, done{id: o.id, depth: o.depth, seq: o.seq, parent: p, count: 1, cost: cost, ext: o.ext})
 	}
 
-	for _, r := range recs {
+	for i := 0; i < len(recs); i++ {
+		r := recs[i]
 		if r == 0 {
 			continue
 		}
 		id := r.ID()
 		isEnter := r.Enter()
+		var ext *Interval
+		if id == Ext && isEnter {
+			// Skip the payload, whatever happens to the record.
+			var skip int
+			ext, skip = decodeExt(recs[i+1:])
+			i += skip
+			if ext == nil {
+				continue
+			}
+		}
 		if !begun {
 			if !isEnter || id != Dispatch {
 				continue
@@ -270,7 +316,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
 		t := r.Time()
 		maxTime = max(maxTime, t)
 		if isEnter {
-			o := open{id: id, seq: len(enters), time: t}
+			o := open{id: id, seq: len(enters), time: t, ext: ext}
 			p := -1
 			if id != Dispatch && len(stack.s) > 0 {
 				top := stack.s[len(stack.s)-1]
@@ -292,7 +338,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
 		}
 		o := stack.s[k]
 		if t < o.time {
-			return nil, nil
+			return nil, nil, nil
 		}
 		// Matrix: the enters above the match lost their exit and were
 		// dropped. Here they are the frames a panic (or a lost record)
@@ -329,7 +375,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
 		}
 	}
 	if len(comp) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	return tree(comp, enters)
 }
@@ -341,7 +387,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64) {
 // a level misplaced the node, a first node of depth != 0 discarded the whole
 // tree, and a depth-0 node kept a stale father. The parent links recorded
 // while walking the records make the tree exact.
-func tree(comp []done, enters []enter) ([]Item, []uint64) {
+func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval) {
 	for i := range comp {
 		comp[i].up, comp[i].first, comp[i].last, comp[i].next = -1, -1, -1, -1
 	}
@@ -388,11 +434,18 @@ func tree(comp []done, enters []enter) ([]Item, []uint64) {
 
 	out := make([]Item, 0, len(comp))
 	starts := make([]uint64, 0, len(comp))
+	var exts []*Interval
 	depth := 0
 	for i := rootFirst; i >= 0; {
 		c := &comp[i]
 		out = append(out, Item{Depth: depth, ID: c.id, Count: c.count, Cost: c.cost})
 		starts = append(starts, enters[c.seq].time)
+		if c.ext != nil && exts == nil {
+			exts = make([]*Interval, len(out)-1, len(comp))
+		}
+		if exts != nil {
+			exts = append(exts, c.ext)
+		}
 		if c.first >= 0 {
 			i = c.first
 			depth++
@@ -406,7 +459,7 @@ func tree(comp []done, enters []enter) ([]Item, []uint64) {
 			i = comp[i].next
 		}
 	}
-	return out, starts
+	return out, starts, exts
 }
 
 // Trim runs step 4 of docs/design.md (Matrix's trimStack with the slow-call
@@ -422,6 +475,26 @@ func tree(comp []done, enters []enter) ([]Item, []uint64) {
 // Matrix would leave a gap in the depths.
 func Trim(items []Item, maxItems int) []Item {
 	out, _ := trim(items, maxItems)
+	return out
+}
+
+// TrimExt is Trim for items with their intervals (exts is nil, or as long
+// as items): it returns the kept intervals alongside the kept items.
+func TrimExt(items []Item, exts []*Interval, maxItems int) ([]Item, []*Interval) {
+	out, kept := trim(items, maxItems)
+	return out, keptExts(exts, kept, len(items))
+}
+
+// keptExts returns the intervals of the kept items; nil when exts is nil
+// or not as long as the items.
+func keptExts(exts []*Interval, kept []int, n int) []*Interval {
+	if exts == nil || len(exts) != n {
+		return nil
+	}
+	out := make([]*Interval, len(kept))
+	for i, k := range kept {
+		out[i] = exts[k]
+	}
 	return out
 }
 
@@ -486,6 +559,11 @@ func StackKey(items []Item, cost int64) string {
 	if len(items) == 0 {
 		return ""
 	}
+	return strconv.FormatUint(uint64(items[stackKeyIndex(items, cost)].ID), 10) + "|"
+}
+
+// stackKeyIndex returns the index of StackKey's winner (len(items) > 0).
+func stackKeyIndex(items []Item, cost int64) int {
 	// Matrix compared int products that could overflow and computed the
 	// limit in floating point; both are exact here.
 	cost = max(cost, 0)
@@ -514,7 +592,41 @@ func StackKey(items []Item, cost int64) string {
 			win = second
 		}
 	}
-	return strconv.FormatUint(uint64(items[win].ID), 10) + "|"
+	return win
+}
+
+// selfKeyIndex is the stack key's winner of a tree with intervals: the
+// item with the largest self time (its cost less its children's; an
+// interval's is its cost), the first on ties, a Dispatch only when nothing
+// else has any. A call that spent its time blocked thus yields the wait
+// it blocked in, and a call that ran yields itself.
+func selfKeyIndex(items []Item) int {
+	self := make([]int64, len(items))
+	var st []int // indices of the open ancestors
+	for i, it := range items {
+		for len(st) > 0 && items[st[len(st)-1]].Depth >= it.Depth {
+			st = st[:len(st)-1]
+		}
+		self[i] = max(it.Cost, 0)
+		if len(st) > 0 {
+			p := st[len(st)-1]
+			self[p] = max(self[p]-max(it.Cost, 0), 0)
+		}
+		st = append(st, i)
+	}
+	win := -1
+	for i, it := range items {
+		if it.ID == Dispatch {
+			continue
+		}
+		if win < 0 || self[i] > self[win] {
+			win = i
+		}
+	}
+	if win < 0 {
+		return 0
+	}
+	return win
 }
 
 // weight returns (Depth+1)·Cost as a 128-bit number (negative factors
@@ -538,7 +650,10 @@ type Result struct {
 	// Cost is the reported cost in ms: max(trigger cost, largest item
 	// cost), never negative.
 	Cost int64
-	// Key is the stack key "<id>|", or "" for an empty stack.
+	// Key is the stack key "<id>|", or "" for an empty stack. When the
+	// winner is an interval, the key is "<id>|<kind>|" with the id of the
+	// function it belongs to (see KeyIndex); a tracer that can name the
+	// interval's code replaces it.
 	Key string
 	// Starts holds, for each item, when it began (the enter of its first
 	// call, for an item that folds several) in ms after the earliest item
@@ -546,15 +661,27 @@ type Result struct {
 	// Starts has the length of Items; every value is >= 0, and a child
 	// never starts before its parent.
 	Starts []int64
+	// Exts holds each item's interval (nil for a call); nil when there is
+	// none at all.
+	Exts []*Interval
+	// KeyIndex is the index of the item Key names, -1 for an empty stack.
+	KeyIndex int
 }
 
 // Analyze runs the whole analysis of docs/design.md on one buffer slice:
 // Items (steps 1–3), Trim to MaxStackLines (step 4), the report lines and
 // reported cost (step 5) and StackKey (step 6). triggerCost is the cost that
 // made the tracer report (for example the dispatch's wall time), in ms.
+//
+// With intervals in the tree (waits, system calls, runnable time), the
+// stack key names the item with the largest self time instead (see
+// selfKeyIndex): Matrix's rule assumes that a function's time is its
+// callees' or its own running, and would name a caller whose time went into
+// a wait.
 func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
-	all, times := itemsTimed(recs, mode, endMs)
+	all, times, allExts := itemsTimed(recs, mode, endMs)
 	items, kept := trim(all, MaxStackLines)
+	exts := keptExts(allExts, kept, len(all))
 	base := uint64(math.MaxUint64)
 	for _, t := range times {
 		base = min(base, t)
@@ -580,7 +707,34 @@ func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
 		b = append(b, '\n')
 		cost = max(cost, it.Cost)
 	}
-	return Result{Items: items, Stack: string(b), Cost: cost, Key: StackKey(items, cost), Starts: starts}
+	res := Result{Items: items, Stack: string(b), Cost: cost, Starts: starts, Exts: exts, KeyIndex: -1}
+	if len(items) == 0 {
+		return res
+	}
+	if exts == nil {
+		res.KeyIndex = stackKeyIndex(items, cost)
+		res.Key = strconv.FormatUint(uint64(items[res.KeyIndex].ID), 10) + "|"
+		return res
+	}
+	k := selfKeyIndex(items)
+	res.KeyIndex = k
+	if x := exts[k]; x != nil {
+		res.Key = strconv.FormatUint(uint64(parentID(items, k)), 10) + "|" + x.label() + "|"
+	} else {
+		res.Key = strconv.FormatUint(uint64(items[k].ID), 10) + "|"
+	}
+	return res
+}
+
+// parentID returns the id of the nearest item before i with a smaller
+// depth (the parent of a pre-order item), Dispatch if none.
+func parentID(items []Item, i int) uint32 {
+	for j := i - 1; j >= 0; j-- {
+		if items[j].Depth < items[i].Depth {
+			return items[j].ID
+		}
+	}
+	return Dispatch
 }
 
 // Format renders r as the `analyze` CLI prints it: the stack lines exactly as

@@ -12,9 +12,14 @@ import (
 
 // ParseEvents reads the text event format, one record per line:
 //
-//	i <id> <ms>   enter of function id at time ms
-//	o <id> <ms>   exit of function id at time ms
-//	0             an empty buffer slot (skipped)
+//	i <id> <ms>             enter of function id at time ms
+//	o <id> <ms>             exit of function id at time ms
+//	w <reason> <ms> [pc…]   a wait starts (reason: the runtime's wait reason
+//	                        code; pc: where it blocked, 0x-hex, innermost first)
+//	s <ms>                  a blocking system call starts
+//	r <ms>                  the goroutine becomes runnable (waits for a CPU)
+//	e <ms>                  the open wait, system call or runnable time ends
+//	0                       an empty buffer slot (skipped)
 //
 // id is a decimal number in 1..Dispatch or "D" for Dispatch; ms is
 // a decimal number in 0..MaxTime. Fields are separated by spaces or tabs,
@@ -29,12 +34,10 @@ func ParseEvents(r io.Reader) ([]Record, error) {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		if line != "" {
-			rec, ok, perr := parseEvent(line)
+			var perr error
+			recs, perr = appendEvent(recs, line)
 			if perr != nil {
 				return nil, fmt.Errorf("line %d: %w", n, perr)
-			}
-			if ok {
-				recs = append(recs, rec)
 			}
 		}
 		if err != nil {
@@ -43,19 +46,73 @@ func ParseEvents(r io.Reader) ([]Record, error) {
 	}
 }
 
-// parseEvent parses one line; ok is false for a line that holds no record.
-func parseEvent(line string) (rec Record, ok bool, err error) {
+// appendEvent parses one line and appends its records to recs.
+func appendEvent(recs []Record, line string) ([]Record, error) {
 	if i := strings.IndexByte(line, '#'); i >= 0 {
 		line = line[:i]
 	}
 	f := strings.Fields(line)
+	if len(f) > 0 {
+		switch f[0] {
+		case "w", "s", "r", "e":
+			return appendExtEvent(recs, f)
+		}
+	}
+	rec, ok, err := parseEvent(f, line)
+	if ok {
+		recs = append(recs, rec)
+	}
+	return recs, err
+}
+
+// appendExtEvent parses the fields of a w, s, r or e line.
+func appendExtEvent(recs []Record, f []string) ([]Record, error) {
+	var reason uint64
+	if f[0] == "w" {
+		if len(f) < 3 {
+			return recs, errors.New("want \"w <reason> <ms> [pc...]\"")
+		}
+		var err error
+		if reason, err = strconv.ParseUint(f[1], 10, 8); err != nil {
+			return recs, fmt.Errorf("invalid wait reason %q: want a decimal number in 0..255", f[1])
+		}
+		f = f[1:]
+	} else if len(f) != 2 {
+		return recs, fmt.Errorf("want \"%s <ms>\"", f[0])
+	}
+	ms, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil || ms > MaxTime {
+		return recs, fmt.Errorf("invalid time %q: want a decimal number of ms in 0..%d", f[1], uint64(MaxTime))
+	}
+	var pcs []uint64
+	for _, t := range f[2:] {
+		pc, err := strconv.ParseUint(strings.TrimPrefix(t, "0x"), 16, 64)
+		if err != nil || pc == 0 || !strings.HasPrefix(t, "0x") {
+			return recs, fmt.Errorf("invalid pc %q: want a non-zero 0x-hex number", t)
+		}
+		pcs = append(pcs, pc)
+	}
+	switch f[0] {
+	case "e":
+		return append(recs, ExtEnd(ms)), nil
+	case "s":
+		return append(recs, ExtStart(ExtSyscall, 0, ms)...), nil
+	case "r":
+		return append(recs, ExtStart(ExtRunnable, 0, ms)...), nil
+	}
+	return append(recs, ExtStart(ExtWait, uint8(reason), ms, pcs...)...), nil
+}
+
+// parseEvent parses the fields of an i, o or 0 line; ok is false for a
+// line that holds no record.
+func parseEvent(f []string, line string) (rec Record, ok bool, err error) {
 	switch {
 	case len(f) == 0:
 		return 0, false, nil
 	case len(f) == 1 && f[0] == "0":
 		return 0, false, nil
 	case len(f) != 3:
-		return 0, false, fmt.Errorf("want \"i <id> <ms>\", \"o <id> <ms>\" or \"0\", got %q", strings.TrimSpace(line))
+		return 0, false, fmt.Errorf("want \"i <id> <ms>\", \"o <id> <ms>\", \"w <reason> <ms>\", \"s <ms>\", \"r <ms>\", \"e <ms>\" or \"0\", got %q", strings.TrimSpace(line))
 	}
 	var enter bool
 	switch f[0] {
@@ -63,7 +120,7 @@ func parseEvent(line string) (rec Record, ok bool, err error) {
 		enter = true
 	case "o":
 	default:
-		return 0, false, fmt.Errorf("unknown event %q: want i (enter) or o (exit)", f[0])
+		return 0, false, fmt.Errorf("unknown event %q: want i (enter), o (exit), w (wait), s (system call), r (runnable) or e (end)", f[0])
 	}
 	var id uint64
 	if f[1] == "D" {

@@ -1,0 +1,71 @@
+// Package waits measures what recording waits costs the scheduler's hot
+// paths (BENCHMARKS.md, "Waits"): a channel ping-pong between two
+// goroutines and a go statement, each in a plain build, in a build by
+// matrixexec with the recorder running but the goroutine outside any
+// dispatch (not recording), and inside a dispatch (recording: every park
+// of the benchmark goroutine writes a wait with its program counters).
+//
+//	go test -c -o plain.test ./waits
+//	go test -c -o matrix.test -toolexec=matrixexec ./waits
+//
+// bench/run.sh does not run it yet; see BENCHMARKS.md for the commands.
+package waits
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/matrixgo/matrix/beat"
+)
+
+// states runs f not recording and, in an instrumented build, recording.
+func states(b *testing.B, f func(b *testing.B)) {
+	b.Run("idle", f)
+	if !beat.Linked() {
+		return
+	}
+	b.Run("recording", func(b *testing.B) {
+		if err := beat.Start(beat.Config{}); err != nil {
+			b.Fatal(err)
+		}
+		defer beat.Stop()
+		d := beat.Begin(beat.KindCustom, "bench")
+		defer d.End()
+		f(b)
+	})
+}
+
+// BenchmarkPingPong: one iteration is a round trip over two unbuffered
+// channels, two parks and two wake-ups of the benchmark goroutine's
+// partner and one park of the benchmark goroutine.
+func BenchmarkPingPong(b *testing.B) {
+	states(b, func(b *testing.B) {
+		ping, pong := make(chan int), make(chan int)
+		go func() {
+			for v := range ping {
+				pong <- v
+			}
+		}()
+		for i := range b.N {
+			ping <- i
+			<-pong
+		}
+		close(ping)
+	})
+}
+
+// BenchmarkGo: one iteration starts a goroutine that ends at once; the
+// benchmark waits for a batch of 100 at a time.
+func BenchmarkGo(b *testing.B) {
+	states(b, func(b *testing.B) {
+		var wg sync.WaitGroup
+		for i := range b.N {
+			wg.Add(1)
+			go wg.Done()
+			if i%100 == 99 {
+				wg.Wait()
+			}
+		}
+		wg.Wait()
+	})
+}

@@ -1,0 +1,99 @@
+package analysis
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/matrixgo/matrix/internal/abi"
+)
+
+// Ext is the id field of an extended record (0xFFFFF), and the id of the
+// items it makes. An extended record starts or ends an interval in which
+// the goroutine did not run: a wait, a system call, or time runnable but
+// not running (see the abi package for the layout). In report lines such
+// an item reads "depth,1048575,count,cost".
+const Ext = abi.ExtID
+
+// Kinds of intervals.
+const (
+	ExtWait     = abi.ExtWait     // a park, with the runtime's wait reason
+	ExtSyscall  = abi.ExtSyscall  // a blocking system call
+	ExtRunnable = abi.ExtRunnable // runnable, waiting for a CPU
+)
+
+// An Interval describes the interval of an item with the id Ext.
+type Interval struct {
+	// Kind is ExtWait, ExtSyscall or ExtRunnable (or another value read
+	// from garbage).
+	Kind uint8
+	// Reason is the runtime's wait reason of a wait: only the program's
+	// own runtime can name it (beat.WaitReason).
+	Reason uint8
+	// PCs are the program counters where the goroutine blocked, innermost
+	// first, as runtime.Callers returns them (runtime frames left out).
+	PCs []uint64
+}
+
+// decodeExt reads the payload that follows an extended start record: it
+// returns the interval (nil when the payload is cut off before its first
+// word) and the number of words to skip, never more than len(payload).
+func decodeExt(payload []Record) (*Interval, int) {
+	if len(payload) == 0 {
+		return nil, 0
+	}
+	kind, reason, n := abi.UnpackExt(uint64(payload[0]))
+	n = min(n, len(payload)-1)
+	x := &Interval{Kind: kind, Reason: reason}
+	if n > 0 {
+		x.PCs = make([]uint64, n)
+		for i := range n {
+			x.PCs[i] = uint64(payload[1+i])
+		}
+	}
+	return x, 1 + n
+}
+
+// same reports whether two intervals (nil for calls) fold together.
+func (x *Interval) same(y *Interval) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	return x.Kind == y.Kind && x.Reason == y.Reason && slices.Equal(x.PCs, y.PCs)
+}
+
+// KindName names the kind: "wait", "syscall", "runnable", or "ext<N>".
+func (x *Interval) KindName() string {
+	switch x.Kind {
+	case ExtWait:
+		return "wait"
+	case ExtSyscall:
+		return "syscall"
+	case ExtRunnable:
+		return "runnable"
+	}
+	return "ext" + strconv.Itoa(int(x.Kind))
+}
+
+// label is the interval in a stack key without names: "wait:<reason>",
+// "syscall" or "runnable".
+func (x *Interval) label() string {
+	if x.Kind == ExtWait {
+		return "wait:" + strconv.Itoa(int(x.Reason))
+	}
+	return x.KindName()
+}
+
+// ExtStart returns an extended start record and its payload (kind, reason,
+// program counters; at most abi.ExtMaxPCs are kept), as the runtime writes
+// them.
+func ExtStart(kind, reason uint8, ms uint64, pcs ...uint64) []Record {
+	pcs = pcs[:min(len(pcs), abi.ExtMaxPCs)]
+	out := []Record{MakeRecord(true, Ext, ms), Record(abi.PackExt(kind, reason, len(pcs)))}
+	for _, pc := range pcs {
+		out = append(out, Record(pc))
+	}
+	return out
+}
+
+// ExtEnd returns an extended end record.
+func ExtEnd(ms uint64) Record { return MakeRecord(false, Ext, ms) }

@@ -1,0 +1,167 @@
+package analysis
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// events parses the text notation (ParseEvents) or fails the test.
+func events(t testing.TB, s string) []Record {
+	t.Helper()
+	rs, err := ParseEvents(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func TestWaitTree(t *testing.T) {
+	// Function 7 sleeps 350 ms (reason 3), waits 2 ms for a CPU, and
+	// makes a 100 ms call of function 8.
+	rs := events(t, `
+i D 0
+i 7 0
+w 3 100 0x10 0x20
+e 450
+r 450
+e 452
+i 8 452
+o 8 552
+o 7 552
+o D 552
+`)
+	res := Analyze(rs, Strict, 0, 552)
+	want := []Item{{0, Dispatch, 1, 552}, {1, 7, 1, 552}, {2, Ext, 1, 350}, {2, Ext, 1, 2}, {2, 8, 1, 100}}
+	if !reflect.DeepEqual(res.Items, want) {
+		t.Fatalf("items %v, want %v", res.Items, want)
+	}
+	wantExt := []*Interval{nil, nil, {Kind: ExtWait, Reason: 3, PCs: []uint64{0x10, 0x20}}, {Kind: ExtRunnable}, nil}
+	if !reflect.DeepEqual(res.Exts, wantExt) {
+		t.Fatalf("intervals %v, want %v", res.Exts, wantExt)
+	}
+	// The wait has the largest self time: the key names it under 7.
+	if res.Key != "7|wait:3|" || res.KeyIndex != 2 {
+		t.Errorf("key %q (index %d), want 7|wait:3| (2)", res.Key, res.KeyIndex)
+	}
+	if !strings.Contains(res.Stack, "2,1048575,1,350\n") {
+		t.Errorf("stack %q lacks the wait line", res.Stack)
+	}
+}
+
+func TestWaitFolding(t *testing.T) {
+	// Three sleeps at the same place fold (the moments runnable in
+	// between make no item); a sleep elsewhere does not.
+	rs := events(t, `
+i D 0
+i 7 0
+w 3 0 0x10
+e 100
+r 100
+e 100
+w 3 100 0x10
+e 200
+w 3 200 0x10
+e 300
+w 3 300 0x30
+e 350
+s 350
+e 360
+o 7 360
+o D 360
+`)
+	items, exts := ItemsExt(rs, Strict, 0)
+	want := []Item{{0, Dispatch, 1, 360}, {1, 7, 1, 360}, {2, Ext, 3, 300}, {2, Ext, 1, 50}, {2, Ext, 1, 10}}
+	if !reflect.DeepEqual(items, want) {
+		t.Fatalf("items %v, want %v", items, want)
+	}
+	if exts[3].PCs[0] != 0x30 || exts[4].Kind != ExtSyscall || exts[4].KindName() != "syscall" {
+		t.Errorf("intervals %v %v", exts[3], exts[4])
+	}
+}
+
+func TestWaitFoldingAcrossRunnable(t *testing.T) {
+	// A loop that sleeps and is runnable for a moment after each wake-up:
+	// one item for the sleeps, one for the runnable time.
+	rs := events(t, `
+i D 0
+i 7 0
+w 3 0 0x10
+e 5
+r 5
+e 6
+w 3 6 0x10
+e 11
+r 11
+e 12
+w 3 12 0x10
+e 17
+o 7 17
+o D 17
+`)
+	items, exts := ItemsExt(rs, Strict, 0)
+	want := []Item{{0, Dispatch, 1, 17}, {1, 7, 1, 17}, {2, Ext, 3, 15}, {2, Ext, 2, 2}}
+	if !reflect.DeepEqual(items, want) {
+		t.Fatalf("items %v, want %v", items, want)
+	}
+	if exts[2].Kind != ExtWait || exts[3].Kind != ExtRunnable {
+		t.Errorf("intervals %v %v", exts[2], exts[3])
+	}
+}
+
+func TestOpenWaitClosedAtEnd(t *testing.T) {
+	// An ANR snapshot: function 5 has been waiting on a lock (reason 9)
+	// since 10 ms; the watchdog looks at 6010 ms.
+	rs := events(t, "i D 0\ni 5 0\nw 9 10 0x40\n")
+	res := Analyze(rs, Strict, 6010, 6010)
+	want := []Item{{0, Dispatch, 1, 6010}, {1, 5, 1, 6010}, {2, Ext, 1, 6000}}
+	if !reflect.DeepEqual(res.Items, want) {
+		t.Fatalf("items %v, want %v", res.Items, want)
+	}
+	if res.Key != "5|wait:9|" {
+		t.Errorf("key %q", res.Key)
+	}
+}
+
+// TestTruncatedCopies analyses every prefix of a buffer with waits (a
+// watchdog copies a prefix, possibly ending inside a payload): payload
+// words never become items, and nothing is negative.
+func TestTruncatedCopies(t *testing.T) {
+	rs := events(t, `
+i D 0
+i 7 0
+w 3 100 0xffffffffffffffff 0x8000000000000001 0x7ff0000000000010
+e 450
+r 450
+e 452
+s 460
+e 470
+o 7 480
+o D 480
+`)
+	for n := range len(rs) + 1 {
+		res := Analyze(rs[:n], Strict, 500, 0)
+		for i, it := range res.Items {
+			if it.ID != Dispatch && it.ID != 7 && it.ID != Ext || it.Cost < 0 {
+				t.Fatalf("prefix %d: item %d is %v", n, i, it)
+			}
+			if it.ID == Ext && (res.Exts == nil || res.Exts[i] == nil) {
+				t.Fatalf("prefix %d: item %d has no interval", n, i)
+			}
+		}
+	}
+}
+
+func TestParseExtEvents(t *testing.T) {
+	rs := events(t, "w 3 100 0x10\ne 200\ns 300\ne 310\nr 310\ne 311\n")
+	want := append(append(append(ExtStart(ExtWait, 3, 100, 0x10), ExtEnd(200)), ExtStart(ExtSyscall, 0, 300)...), ExtEnd(310))
+	want = append(append(want, ExtStart(ExtRunnable, 0, 310)...), ExtEnd(311))
+	if !reflect.DeepEqual(rs, want) {
+		t.Fatalf("records %v, want %v", rs, want)
+	}
+	for _, bad := range []string{"w 3\n", "w 300 1\n", "s\n", "e 1 2\n", "w 1 2 16\n", "w 1 2 0x0\n", "r x\n"} {
+		if _, err := ParseEvents(strings.NewReader(bad)); err == nil || !strings.HasPrefix(err.Error(), "line 1: ") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
