@@ -354,7 +354,11 @@ func printTree(w io.Writer, indent string, nodes []node) {
 		if pos != "" {
 			pos = "  " + pos
 		}
-		fmt.Fprintf(w, "%s%6dms  %s%s%s%s\n", indent, nd.Cost, strings.Repeat("  ", nd.Depth), nd.Name, count, pos)
+		name := nd.Name
+		if nd.Kind == frameKindInline {
+			name += " (inline)"
+		}
+		fmt.Fprintf(w, "%s%6dms  %s%s%s%s\n", indent, nd.Cost, strings.Repeat("  ", nd.Depth), name, count, pos)
 	}
 }
 

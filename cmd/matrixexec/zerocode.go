@@ -322,15 +322,84 @@ func fileHash(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// linkRecordDir holds, per main archive (by content hash), the export files
-// its zero-code import needs at link time, since the compile of main may
-// come from the cache while its link runs anew.
-func linkRecordPath(archive string) (string, error) {
-	h, err := fileHash(archive)
-	if err != nil {
-		return "", fmt.Errorf("zero-code mode: %w", err)
+// linkMember is the archive member, added to a zero-code main package's
+// archive after its compile, that lists the export files of the tracer's
+// packages ("packagefile path=file" lines) for its link. The record
+// travels with the archive through the build cache, so a link of a cached
+// compile finds it, and no directory shared with other users or builds is
+// trusted. The linker skips members with short names that are neither
+// ".o" nor ".syso" files, as it does for other build tools' members.
+const linkMember = "matrix.deps"
+
+// packTool returns the pack tool of the toolchain that tool (a compile or
+// link binary) belongs to.
+func packTool(tool string) string {
+	exe := "pack"
+	if runtime.GOOS == "windows" {
+		exe += ".exe"
 	}
-	return filepath.Join(os.TempDir(), "matrixexec-links", h[:32]+".importcfg"), nil
+	return filepath.Join(filepath.Dir(tool), exe)
+}
+
+// addLinkRecord appends the link record of exports to archive, writing the
+// member's file in dir.
+func addLinkRecord(tool, archive, dir string, exports map[string]string) error {
+	rec := filepath.Join(dir, linkMember)
+	if err := os.WriteFile(rec, linkRecord(exports), 0o600); err != nil {
+		return fmt.Errorf("zero-code mode: %w", err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(packTool(tool), "r", archive, rec)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("zero-code mode: adding the link record to %s: %w: %s", archive, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// linkRecord renders exports as importcfg lines.
+func linkRecord(exports map[string]string) []byte {
+	var b bytes.Buffer
+	for path, file := range exports {
+		fmt.Fprintf(&b, "packagefile %s=%s\n", path, file)
+	}
+	return b.Bytes()
+}
+
+// readLinkRecord returns the link record of a main package's archive, nil
+// if it has none (compiled without zero-code mode, or by an older
+// matrixexec).
+func readLinkRecord(tool, archive string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	list := exec.Command(packTool(tool), "t", archive)
+	list.Stdout, list.Stderr = &stdout, &stderr
+	if err := list.Run(); err != nil {
+		return nil, fmt.Errorf("link: listing %s: %w: %s", archive, err, strings.TrimSpace(stderr.String()))
+	}
+	if !slices.Contains(strings.Split(stdout.String(), "\n"), linkMember) {
+		return nil, nil
+	}
+	stdout.Reset()
+	stderr.Reset()
+	show := exec.Command(packTool(tool), "p", archive, linkMember)
+	show.Stdout, show.Stderr = &stdout, &stderr
+	if err := show.Run(); err != nil {
+		return nil, fmt.Errorf("link: reading the link record of %s: %w: %s", archive, err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// recordFilesExist reports whether every export file a link record names
+// is still there (the build cache may have been trimmed since).
+func recordFilesExist(rec []byte) bool {
+	for _, line := range strings.Split(string(rec), "\n") {
+		if _, file, ok := strings.Cut(strings.TrimPrefix(line, "packagefile "), "="); ok {
+			if _, err := os.Stat(file); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // injectAuto prepares the compile of a main package for zero-code mode: it
@@ -384,22 +453,7 @@ func injectAuto(cfg *config, tool string, flags []string, dir string) (extra, im
 		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
 	}
 	after = func(out string) error {
-		rec, err := linkRecordPath(out)
-		if err != nil {
-			return err
-		}
-		var b strings.Builder
-		for path, file := range exports {
-			fmt.Fprintf(&b, "packagefile %s=%s\n", path, file)
-		}
-		if err := os.MkdirAll(filepath.Dir(rec), 0o700); err != nil {
-			return fmt.Errorf("zero-code mode: %w", err)
-		}
-		tmp := rec + fmt.Sprintf(".%d", os.Getpid())
-		if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
-			return fmt.Errorf("zero-code mode: %w", err)
-		}
-		return os.Rename(tmp, rec)
+		return addLinkRecord(tool, out, dir, exports)
 	}
 	cfg.log.Debug().Str("auto", exports[autoPkg]).Int("deps", len(exports)).Msg("zero-code tracer linked into main")
 	return extra, importcfg, after, nil
@@ -424,12 +478,11 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	if bytes.Contains(data, []byte("packagefile "+autoPkg+"=")) {
 		return runTool(args, stdin, stdout, stderr) // the program imports it itself
 	}
-	rec, err := linkRecordPath(mainArchive)
+	extra, err := readLinkRecord(args[0], mainArchive)
 	if err != nil {
 		return err
 	}
-	extra, err := os.ReadFile(rec)
-	if errors.Is(err, os.ErrNotExist) {
+	if extra == nil || !recordFilesExist(extra) {
 		archive, err := os.ReadFile(mainArchive)
 		if err != nil {
 			return fmt.Errorf("link: %w", err)
@@ -437,18 +490,14 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 		if !bytes.Contains(archive, []byte(autoPkg)) {
 			return runTool(args, stdin, stdout, stderr)
 		}
-		// The record is gone (temp dir cleaned): rebuild the list.
+		// No record (an archive from an older matrixexec), or the
+		// files it names are gone (the cache was trimmed): list them
+		// anew.
 		exports, err := autoExports(cfg, goToolFor(args[0]), "")
 		if err != nil {
 			return err
 		}
-		var b strings.Builder
-		for path, file := range exports {
-			fmt.Fprintf(&b, "packagefile %s=%s\n", path, file)
-		}
-		extra = []byte(b.String())
-	} else if err != nil {
-		return fmt.Errorf("link: %w", err)
+		extra = linkRecord(exports)
 	}
 	have := map[string]string{} // import path → archive
 	for _, line := range strings.Split(string(data), "\n") {
