@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/matrixgo/matrix/tracer/analysis"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -103,5 +105,50 @@ func TestParentBuildFlags(t *testing.T) {
 	want = []string{"-race"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("go test build flags = %q, want %q", got, want)
+	}
+}
+
+// TestGoCommandArgs: the nested build's flags come from the go command that
+// runs matrixexec, also when a wrapper runs matrixexec for it.
+func TestGoCommandArgs(t *testing.T) {
+	procs := map[int]process{
+		40: {ppid: 1, exe: "/usr/local/go/bin/go", args: []string{"go", "build", "-tags", "x", "./..."}},
+		50: {ppid: 40, exe: "/usr/bin/strace", args: []string{"strace", "-f", "matrixexec", "compile"}},
+		60: {ppid: 1, exe: "/usr/bin/bash", args: []string{"bash"}},
+		70: {ppid: 60, exe: "/usr/local/go/bin/go", args: []string{"go", "version"}},
+		80: {ppid: 1, exe: "", args: []string{"/opt/go/bin/go", "test", "-race", "."}},
+	}
+	read := func(pid int) (process, error) {
+		if p, ok := procs[pid]; ok {
+			return p, nil
+		}
+		return process{}, errors.New("no such process")
+	}
+	for _, tc := range []struct {
+		pid  int
+		want []string
+	}{
+		{40, procs[40].args}, // go runs matrixexec
+		{50, procs[40].args}, // through a wrapper
+		{70, nil},            // go, but not a command that builds, and no go above
+		{80, procs[80].args}, // the program known by its command line only
+		{99, nil},            // unreadable
+	} {
+		if got := goCommandArgs(read, tc.pid); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("pid %d: %q, want %q", tc.pid, got, tc.want)
+		}
+	}
+	if got := filterBuildFlags(goCommandArgs(read, 50)); !reflect.DeepEqual(got, []string{"-tags=x"}) {
+		t.Errorf("build flags through the wrapper: %q", got)
+	}
+	// This process, read from /proc.
+	if runtime.GOOS == "linux" {
+		p, err := readProcess(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.ppid != os.Getppid() || !reflect.DeepEqual(p.args, os.Args) || p.exe == "" {
+			t.Errorf("readProcess(self) = %+v, want ppid %d args %q", p, os.Getppid(), os.Args)
+		}
 	}
 }

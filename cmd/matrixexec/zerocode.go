@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/matrixgo/matrix/blacklist"
@@ -220,10 +221,12 @@ var otherValueFlags = map[string]bool{
 	"mutexprofilefraction": true, "trace": true,
 }
 
-// parentBuildFlags returns the build flags of the go command that runs us
-// (our parent process), as far as the OS lets us see them. GOFLAGS and
-// the GOOS/GOARCH/CGO environment reach the nested build by inheritance.
-func parentBuildFlags() []string { return filterBuildFlags(parentArgs()) }
+// parentBuildFlags returns the build flags of the go command that runs us,
+// as far as the OS lets us see them (see goCommandArgs). GOFLAGS and the
+// GOOS/GOARCH/CGO environment reach the nested build by inheritance.
+func parentBuildFlags() []string {
+	return filterBuildFlags(goCommandArgs(readProcess, os.Getppid()))
+}
 
 func filterBuildFlags(args []string) []string {
 	if len(args) < 2 {
@@ -273,12 +276,71 @@ func filterBuildFlags(args []string) []string {
 	return out
 }
 
-func parentArgs() []string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", os.Getppid()))
-	if err != nil {
-		return nil
+// A process is what goCommandArgs needs to know of a process.
+type process struct {
+	ppid int      // its parent
+	exe  string   // its program file, "" if unknown
+	args []string // its command line
+}
+
+// goCommands are the go commands that build packages and so may run a
+// -toolexec tool.
+var goCommands = map[string]bool{"build": true, "install": true, "run": true, "test": true, "vet": true, "list": true, "get": true}
+
+// goCommandArgs returns the command line of the go command that runs this
+// tool: the nearest ancestor process, from pid up, whose program is named
+// go and whose first argument is a go command that builds. A wrapper in
+// between (a -toolexec of "strace matrixexec", say) is passed over. It
+// returns nil where the command line cannot be read (read reads Linux's
+// /proc; elsewhere there is none), or when no ancestor is the go command.
+func goCommandArgs(read func(pid int) (process, error), pid int) []string {
+	for range 16 {
+		if pid <= 1 {
+			return nil
+		}
+		p, err := read(pid)
+		if err != nil {
+			return nil
+		}
+		name := p.exe
+		if name == "" && len(p.args) > 0 {
+			name = p.args[0]
+		}
+		if name = filepath.Base(name); (name == "go" || name == "go.exe") && len(p.args) > 1 && goCommands[p.args[1]] {
+			return p.args
+		}
+		pid = p.ppid
 	}
-	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+	return nil
+}
+
+// readProcess reads a process's parent, program and command line from
+// /proc.
+func readProcess(pid int) (process, error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	cmdline, err := os.ReadFile(dir + "/cmdline")
+	if err != nil {
+		return process{}, err
+	}
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return process{}, err
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return process{}, fmt.Errorf("%s/stat: unexpected format", dir)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return process{}, fmt.Errorf("%s/stat: unexpected format", dir)
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return process{}, fmt.Errorf("%s/stat: %w", dir, err)
+	}
+	exe, _ := os.Readlink(dir + "/exe") // only for our own user's processes
+	return process{ppid: ppid, exe: exe, args: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")}, nil
 }
 
 // sharedVariant returns a package the main package imports directly with
