@@ -90,11 +90,14 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	cfg.debugHooks = getenv("MATRIX_DEBUG_HOOKS") == "1"
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
 		dir := filepath.Join(moduleRoot(getenv), defaultDir)
-		if !inModule(getenv) {
+		if !inModule(getenv) || pkgAtVersion(goCommandLine()) {
 			// A build outside any module (GOPATH mode, go run file.go
 			// in a bare directory) has no module to keep a map with:
 			// the map goes to the user's cache, not to whatever the
-			// current directory is ($HOME, /tmp).
+			// current directory is ($HOME, /tmp). Nor does go install
+			// or go run of pkg@version, which ignores the module of
+			// the current directory: its ids do not belong in that
+			// module's committed map.
 			if c := userCacheDir("nomodule"); c != "" {
 				dir = c
 			}
@@ -232,6 +235,32 @@ func moduleRoot(getenv func(string) string) string {
 		return mod
 	}
 	return wd
+}
+
+// goCommandLine returns the command line of the go command that runs
+// matrixexec, nil if unknown (see goCommandArgs).
+var goCommandLine = func() []string { return goCommandArgs(readProcess, os.Getppid()) }
+
+// pkgAtVersion reports whether a go command line installs or runs a
+// package at a version (go install pkg@version, go run pkg@version).
+func pkgAtVersion(args []string) bool {
+	if len(args) < 3 || args[1] != "install" && args[1] != "run" {
+		return false
+	}
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return false
+		}
+		if !strings.HasPrefix(a, "-") {
+			return strings.Contains(a, "@") // the first package
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && (buildFlagArity[name] || otherValueFlags[name]) {
+			i++ // its value
+		}
+	}
+	return false
 }
 
 // inModule reports whether the build has a main module or workspace: module

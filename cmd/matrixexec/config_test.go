@@ -40,6 +40,35 @@ func TestMapOutsideAnyModule(t *testing.T) {
 	if want := filepath.Join(wd, defaultDir, defaultMap); cfg.mapPath != want {
 		t.Errorf("map in a module at %s, want %s", cfg.mapPath, want)
 	}
+	// go install pkg@version ignores the module of the current directory:
+	// its ids go to the user's cache, not to that module's map.
+	defer func(f func() []string) { goCommandLine = f }(goCommandLine)
+	for _, tc := range []struct {
+		args     []string
+		inModule bool
+	}{
+		{[]string{"go", "install", "-tags", "x", "example.com/tool@latest"}, false},
+		{[]string{"go", "run", "example.com/tool@v1.2.3", "-flag", "a@b"}, false},
+		{[]string{"go", "install", "./cmd/tool"}, true},
+		{[]string{"go", "run", ".", "user@host"}, true},
+		{[]string{"go", "build", "-o", "x@y", "."}, true},
+		{nil, true},
+	} {
+		goCommandLine = func() []string { return tc.args }
+		cfg, _, err = parseConfig(nil, getenv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := filepath.Join(userCacheDir("nomodule"), defaultMap)
+		if tc.inModule {
+			want = filepath.Join(wd, defaultDir, defaultMap)
+		}
+		if cfg.mapPath != want {
+			t.Errorf("%q: map at %s, want %s", tc.args, cfg.mapPath, want)
+		}
+	}
+	goCommandLine = func() []string { return nil }
+
 	// GOPATH mode has no main module even with a go.mod around.
 	env["GO111MODULE"] = "off"
 	cfg, _, err = parseConfig(nil, getenv)
