@@ -38,26 +38,18 @@ type report struct {
 	Time     string        `json:"time"`
 }
 
-// reportFrame is one frame of a report: tracer.Frame, plus the node kind
-// and wait reason of frames that are not ordinary calls.
-type reportFrame struct {
-	tracer.Frame
-	// Kind is "" for a call, or one of the frameKind* values.
-	Kind string `json:"kind,omitempty"`
-	// Reason is why a wait node was blocked, as Go's goroutine dumps
-	// spell it ("sync.Mutex.Lock", "chan receive", …).
-	Reason string `json:"reason,omitempty"`
-}
+// reportFrame is one call-tree node of a report: the tracer's Frame.
+type reportFrame = tracer.Frame
 
-// Frame kinds.
+// Frame kinds (reportFrame.Kind).
 const (
 	// frameKindWait is time the goroutine spent blocked, with a reason.
-	frameKindWait = "wait"
+	frameKindWait = tracer.FrameWait
 	// frameKindGoroutine is the root of a goroutine the dispatch started.
-	frameKindGoroutine = "goroutine"
+	frameKindGoroutine = tracer.FrameGoroutine
 	// frameKindInline is a function without a hook, named by the inline
 	// tree; it is a call like any other.
-	frameKindInline = "inline"
+	frameKindInline = tracer.FrameInline
 )
 
 // incident reports whether r is a slow call, lag, ANR or slow start-up:
@@ -90,7 +82,7 @@ func stackFrames(stack string) []reportFrame {
 		if err := errors.Join(err1, err2, err3, err4); err != nil || depth < 0 {
 			continue
 		}
-		frames = append(frames, reportFrame{Frame: tracer.Frame{Depth: depth, ID: uint32(id), Count: count, Cost: cost}})
+		frames = append(frames, reportFrame{Depth: depth, ID: uint32(id), Count: count, Cost: cost})
 	}
 	return frames
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
-	"github.com/matrixgo/matrix/tracer"
 )
 
 const kindsReports = "testdata/reports/kinds.jsonl"
@@ -26,7 +25,7 @@ func mx(t *testing.T, stdin string, args ...string) (int, string, string) {
 }
 
 func frame(depth int, id uint32, cost int64, fn string) reportFrame {
-	return reportFrame{Frame: tracer.Frame{Depth: depth, ID: id, Count: 1, Cost: cost, Func: fn}}
+	return reportFrame{Depth: depth, ID: id, Count: 1, Cost: cost, Func: fn}
 }
 
 func TestSelfTimes(t *testing.T) {
