@@ -584,12 +584,9 @@ func (c ANRConfig) validate() error {
 
 // anrConfigFromEnv applies MATRIX_ANR, MATRIX_LAG_MS and MATRIX_ANR_MS to
 // cfg and installs the environment as its DynamicConfig.
-func anrConfigFromEnv(getenv func(string) string, cfg *TraceConfig) []error {
-	var errs []error
-	errs = envSwitch(getenv, EnvANR, &cfg.ANR, errs)
-	ms := func(name string, dst *time.Duration) { errs = envMs(getenv, name, dst, errs) }
-	ms(EnvLagMs, &cfg.Watchdog.Lag)
-	ms(EnvANRMs, &cfg.Watchdog.ANR)
-	cfg.Dynamic = EnvDynamicConfig(getenv)
-	return errs
+func anrConfigFromEnv(p *envParser, cfg *TraceConfig) {
+	p.switchVar(EnvANR, &cfg.ANR)
+	p.msVar(EnvLagMs, &cfg.Watchdog.Lag)
+	p.msVar(EnvANRMs, &cfg.Watchdog.ANR)
+	cfg.Dynamic = EnvDynamicConfig(p.getenv)
 }

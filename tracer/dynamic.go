@@ -129,34 +129,53 @@ func storeThreshold(a *atomic.Int64, d, def time.Duration) {
 	a.Store(int64(d))
 }
 
-// envSwitch applies an on/off variable to dst, adding a bad value to errs.
-func envSwitch(getenv func(string) string, name string, dst *bool, errs []error) []error {
-	v := strings.TrimSpace(getenv(name))
+// envParser reads configuration variables (the one parser of ConfigFromEnv
+// and the tracers' settings): an unset or empty variable leaves its
+// setting alone, and every bad value is collected, naming its variable.
+type envParser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// lookup returns the trimmed value of name, "" if unset.
+func (p *envParser) lookup(name string) string { return strings.TrimSpace(p.getenv(name)) }
+
+// switchVar applies an on/off variable (see parseSwitch) to dst.
+func (p *envParser) switchVar(name string, dst *bool) {
+	v := p.lookup(name)
 	if v == "" {
-		return errs
+		return
 	}
 	on, ok := parseSwitch(v)
 	if !ok {
-		return append(errs, fmt.Errorf("tracer: %s=%q: want on or off", name, v))
+		p.errs = append(p.errs, fmt.Errorf("tracer: %s=%q: want on or off", name, v))
+		return
 	}
 	*dst = on
-	return errs
 }
 
-// envMs applies a millisecond variable (1..maxEnvThresholdMs) to dst,
-// adding a bad value to errs.
-func envMs(getenv func(string) string, name string, dst *time.Duration, errs []error) []error {
-	v := strings.TrimSpace(getenv(name))
+// intVar applies an integer variable in lo..hi to dst.
+func (p *envParser) intVar(name string, lo, hi int, dst *int) {
+	v := p.lookup(name)
 	if v == "" {
-		return errs
+		return
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return append(errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
+		p.errs = append(p.errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
+		return
 	}
-	if n < 1 || n > maxEnvThresholdMs {
-		return append(errs, fmt.Errorf("tracer: %s=%q: out of range 1..%d", name, v, maxEnvThresholdMs))
+	if n < lo || n > hi {
+		p.errs = append(p.errs, fmt.Errorf("tracer: %s=%q: out of range %d..%d", name, v, lo, hi))
+		return
 	}
-	*dst = time.Duration(n) * time.Millisecond
-	return errs
+	*dst = n
+}
+
+// msVar applies a millisecond variable (1..maxEnvThresholdMs) to dst.
+func (p *envParser) msVar(name string, dst *time.Duration) {
+	n := -1
+	if p.intVar(name, 1, maxEnvThresholdMs, &n); n >= 0 {
+		*dst = time.Duration(n) * time.Millisecond
+	}
 }

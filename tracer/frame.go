@@ -134,30 +134,9 @@ const (
 )
 
 // frameConfigFromEnv applies MATRIX_FPS and MATRIX_FPS_SLICE_MS to cfg.
-func frameConfigFromEnv(getenv func(string) string, cfg *TraceConfig) []error {
-	var errs []error
-	if v := strings.TrimSpace(getenv(EnvFPS)); v != "" {
-		switch strings.ToLower(v) {
-		case "on", "true", "1", "yes":
-			cfg.FPS = true
-		case "off", "false", "0", "no":
-			cfg.FPS = false
-		default:
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: want on or off", EnvFPS, v))
-		}
-	}
-	if v := strings.TrimSpace(getenv(EnvFPSSliceMs)); v != "" {
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", EnvFPSSliceMs, v, err))
-		case n < 1 || n > maxEnvThresholdMs:
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: out of range %d..%d", EnvFPSSliceMs, v, 1, maxEnvThresholdMs))
-		default:
-			cfg.Frame.TimeSlice = time.Duration(n) * time.Millisecond
-		}
-	}
-	return errs
+func frameConfigFromEnv(p *envParser, cfg *TraceConfig) {
+	p.switchVar(EnvFPS, &cfg.FPS)
+	p.msVar(EnvFPSSliceMs, &cfg.Frame.TimeSlice)
 }
 
 // DroppedFrames returns the frames a frame of the given cost dropped in a

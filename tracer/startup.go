@@ -118,13 +118,10 @@ func (c StartupConfig) validate() error {
 
 // startupConfigFromEnv applies MATRIX_STARTUP_TRACER, MATRIX_COLD_STARTUP_MS
 // and MATRIX_WARM_STARTUP_MS to cfg.
-func startupConfigFromEnv(getenv func(string) string, cfg *TraceConfig) []error {
-	var errs []error
-	errs = envSwitch(getenv, EnvStartupTracer, &cfg.Startup, errs)
-	ms := func(name string, dst *time.Duration) { errs = envMs(getenv, name, dst, errs) }
-	ms(EnvColdStartupMs, &cfg.StartupThresholds.Cold)
-	ms(EnvWarmStartupMs, &cfg.StartupThresholds.Warm)
-	return errs
+func startupConfigFromEnv(p *envParser, cfg *TraceConfig) {
+	p.switchVar(EnvStartupTracer, &cfg.Startup)
+	p.msVar(EnvColdStartupMs, &cfg.StartupThresholds.Cold)
+	p.msVar(EnvWarmStartupMs, &cfg.StartupThresholds.Warm)
 }
 
 // StartupTracer is the start-up tracer, Matrix's StartupTracer.

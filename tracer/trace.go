@@ -3,8 +3,6 @@ package tracer
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -145,42 +143,16 @@ const (
 // Every bad value is reported, each naming its variable.
 func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	cfg := DefaultTraceConfig()
-	var errs []error
-	intVar := func(name string, lo, hi int, dst *int) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
-			return
-		}
-		if n < lo || n > hi {
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: out of range %d..%d", name, v, lo, hi))
-			return
-		}
-		*dst = n
-	}
-	thresholdMs := int(cfg.EvilThreshold / time.Millisecond)
-	intVar(EnvEvilThresholdMs, 1, maxEnvThresholdMs, &thresholdMs)
-	cfg.EvilThreshold = time.Duration(thresholdMs) * time.Millisecond
-	intVar(EnvBufferSize, 1, maxEnvBufferSize, &cfg.Beat.BufferSize)
-	intVar(EnvMaxBuffers, 1, maxEnvMaxBuffers, &cfg.Beat.MaxBuffers)
-	intVar(EnvQueueSize, 1, maxEnvQueueSize, &cfg.QueueSize)
-	if v := strings.TrimSpace(getenv(EnvEvilMethod)); v != "" {
-		switch strings.ToLower(v) {
-		case "on", "true", "1", "yes":
-			cfg.EvilMethod = true
-		case "off", "false", "0", "no":
-			cfg.EvilMethod = false
-		default:
-			errs = append(errs, fmt.Errorf("tracer: %s=%q: want on or off", EnvEvilMethod, v))
-		}
-	}
-	errs = append(errs, frameConfigFromEnv(getenv, &cfg)...)
-	errs = append(errs, anrConfigFromEnv(getenv, &cfg)...)
-	errs = append(errs, startupConfigFromEnv(getenv, &cfg)...)
+	p := &envParser{getenv: getenv}
+	p.msVar(EnvEvilThresholdMs, &cfg.EvilThreshold)
+	p.intVar(EnvBufferSize, 1, maxEnvBufferSize, &cfg.Beat.BufferSize)
+	p.intVar(EnvMaxBuffers, 1, maxEnvMaxBuffers, &cfg.Beat.MaxBuffers)
+	p.intVar(EnvQueueSize, 1, maxEnvQueueSize, &cfg.QueueSize)
+	p.switchVar(EnvEvilMethod, &cfg.EvilMethod)
+	frameConfigFromEnv(p, &cfg)
+	anrConfigFromEnv(p, &cfg)
+	startupConfigFromEnv(p, &cfg)
+	errs := p.errs
 	if len(errs) > 0 {
 		return cfg, errors.Join(errs...)
 	}
