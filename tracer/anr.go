@@ -530,31 +530,9 @@ func (w *watchdog) dumpCovers(now, start time.Time) bool {
 // methods still open closed at the time of the copy) into content, and
 // returns the stack key.
 func anrTree(c map[string]any, s stuck) string {
-	recs := make([]analysis.Record, len(s.recs))
-	for i, v := range s.recs {
-		recs[i] = analysis.Record(v)
-	}
-	res := analysis.Analyze(recs, analysis.Strict, s.nowMs, s.age.Milliseconds())
-	c["cost"] = res.Cost
-	c["stack"] = res.Stack
-	frames, key := framesOf(res)
-	c["stackKey"] = key
-	c["frames"] = frames
-	note := ""
-	switch {
-	case !s.recorded:
-		note = noteNoBuffer
-	case len(recs) == 0:
-		note = noteWrapped
-	}
-	c["recorded"] = note == ""
-	if note != "" {
-		if prev, ok := c["note"].(string); ok {
-			note = fmt.Sprintf("%s; %s", note, prev)
-		}
-		c["note"] = note
-	}
-	return key
+	tree := buildTree(s.recs, nil, analysis.Strict, s.nowMs, s.age.Milliseconds())
+	tree.fill(c, treeNote(s.recorded, len(s.recs) > 0))
+	return tree.key
 }
 
 // DefaultANRConfig returns Matrix's watchdog settings: LAG at 2 s, ANR at

@@ -223,11 +223,10 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration) {
 
 func (t *EvilMethodTracer) run(r Reporter, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	var recs []analysis.Record
+	var recs []analysis.Record // reused for every job
 	handle := func(j *evilJob) {
-		recs = recs[:0]
-		for _, v := range j.recs {
-			recs = append(recs, analysis.Record(v))
+		if cap(recs) < len(j.recs) {
+			recs = make([]analysis.Record, 0, len(j.recs))
 		}
 		is := evilIssue(j, recs)
 		putJob(j)
@@ -250,45 +249,24 @@ func (t *EvilMethodTracer) run(r Reporter, stop <-chan struct{}, done chan<- str
 	}
 }
 
-// Notes of a slow call without a call tree.
-const (
-	noteNoBuffer = "no call tree: every recording buffer was in use when the dispatch began (raise MATRIX_MAX_BUFFERS)"
-	noteWrapped  = "no call tree: the dispatch made more calls than its buffer holds and its oldest records were overwritten (raise MATRIX_BUFFER_SIZE)"
-)
-
 // evilIssue analyses the records of one slow dispatch (strict mode, open
-// methods closed at the dispatch's end) and builds its issue.
+// methods closed at the dispatch's end) and builds its issue; recs is a
+// buffer for the records, reused when large enough.
 func evilIssue(j *evilJob, recs []analysis.Record) Issue {
-	costMs := j.cost.Milliseconds()
-	note := ""
-	switch {
-	case !j.recorded:
-		note = noteNoBuffer
-	case len(recs) == 0:
-		note = noteWrapped
-	}
-	res := analysis.Analyze(recs, analysis.Strict, j.endMs, costMs)
-	frames, key := framesOf(res)
+	tree := buildTree(j.recs, recs, analysis.Strict, j.endMs, j.cost.Milliseconds())
 	scene := j.scene
 	if scene == "" {
 		scene = j.name
 	}
 	content := map[string]any{
 		"detail":    DetailNormal,
-		"cost":      res.Cost,
-		"stack":     res.Stack,
-		"stackKey":  key,
-		"frames":    frames,
 		"scene":     scene,
 		"name":      j.name,
 		"kind":      j.kind.String(),
 		"threadId":  j.goid,
 		"goroutine": j.goid,
-		"recorded":  note == "",
 	}
-	if note != "" {
-		content["note"] = note
-	}
+	tree.fill(content, treeNote(j.recorded, len(j.recs) > 0))
 	if tp := validTraceParent(j.traceCtx); tp != "" {
 		content[KeyTraceParent] = tp
 	}
@@ -298,5 +276,5 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 			content["usage"] = strconv.FormatFloat(100*float64(j.cpuNs)/float64(j.cpuWall), 'f', 2, 64) + "%"
 		}
 	}
-	return NewIssue(TagEvilMethod, key, j.end, content)
+	return NewIssue(TagEvilMethod, tree.key, j.end, content)
 }

@@ -599,17 +599,6 @@ func ReloadFunc(fn func()) {
 	fn()
 }
 
-// treeNote explains a dispatch without a call tree, or returns "".
-func treeNote(recorded, hasRecords bool) string {
-	switch {
-	case !recorded:
-		return noteNoBuffer
-	case !hasRecords:
-		return noteWrapped
-	}
-	return ""
-}
-
 // Notes of start-up reports.
 const (
 	noteWarmNoTree   = "no call tree: the warm start-up was marked with Reload and Ready; run it with tracer.ReloadFunc to record its call tree"
@@ -717,25 +706,16 @@ func coldIssues(in coldInput) []Issue {
 	if time.Duration(p.startupDuration)*time.Millisecond <= in.threshold {
 		return issues
 	}
-	recs := make([]analysis.Record, len(in.info.Records))
-	for i, r := range in.info.Records {
-		recs[i] = analysis.Record(r)
-	}
 	note := ""
 	switch {
 	case in.info.Wrapped:
 		note = noteStartupWrap
-	case len(recs) == 0:
+	case len(in.info.Records) == 0:
 		note = noteNoStartupRec
 	}
-	res := analysis.Analyze(recs, analysis.NonStrict, 0, p.init)
-	frames, key := framesOf(res)
+	tree := buildTree(in.info.Records, nil, analysis.NonStrict, 0, p.init)
 	sc := map[string]any{
 		"detail":                DetailStartup,
-		"cost":                  max(p.startupDuration, res.Cost),
-		"stack":                 res.Stack,
-		"stackKey":              key,
-		"frames":                frames,
 		"scene":                 in.scene,
 		"subType":               1,
 		"is_warm_start_up":      false,
@@ -743,12 +723,10 @@ func coldIssues(in coldInput) []Issue {
 		"application_create":    p.applicationCreate,
 		"first_activity_create": p.firstActivityCreate,
 		"init":                  p.init,
-		"recorded":              note == "",
 	}
-	if note != "" {
-		sc["note"] = note
-	}
-	return append(issues, NewIssue(TagEvilMethod, key, in.ready, sc))
+	tree.fill(sc, note)
+	sc["cost"] = max(p.startupDuration, tree.res.Cost) // the start-up's, when longer than its tree
+	return append(issues, NewIssue(TagEvilMethod, tree.key, in.ready, sc))
 }
 
 // warmIssues builds the TagStartUp issue of a warm start-up and, over the
@@ -772,30 +750,18 @@ func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
 	if d <= threshold {
 		return issues
 	}
-	recs := make([]analysis.Record, len(ev.recs))
-	for i, r := range ev.recs {
-		recs[i] = analysis.Record(r)
-	}
-	res := analysis.Analyze(recs, analysis.Strict, ev.endMs, cost)
-	frames, key := framesOf(res)
+	tree := buildTree(ev.recs, nil, analysis.Strict, ev.endMs, cost)
 	note := ev.note
-	if note == "" && len(res.Items) == 0 {
+	if note == "" && len(tree.res.Items) == 0 {
 		note = noteWrapped
 	}
 	sc := map[string]any{
 		"detail":           DetailStartup,
-		"cost":             res.Cost,
-		"stack":            res.Stack,
-		"stackKey":         key,
-		"frames":           frames,
 		"scene":            ev.scene,
 		"subType":          2,
 		"is_warm_start_up": true,
 		"startup_duration": cost,
-		"recorded":         note == "",
 	}
-	if note != "" {
-		sc["note"] = note
-	}
-	return append(issues, NewIssue(TagEvilMethod, key, ev.at, sc))
+	tree.fill(sc, note)
+	return append(issues, NewIssue(TagEvilMethod, tree.key, ev.at, sc))
 }

@@ -24,6 +24,60 @@ const (
 	FrameGoroutine = "goroutine"
 )
 
+// A callTree is the analysed, symbolised call tree of one report: the one
+// builder of the slow-call, ANR and start-up reports.
+type callTree struct {
+	res    analysis.Result
+	frames []Frame
+	key    string // the stack key to report (see framesOf)
+}
+
+// buildTree analyses raw records with analysis.Analyze and symbolises the
+// result. buf is reused for the records when it is large enough.
+func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs uint64, triggerCost int64) callTree {
+	recs := buf[:0]
+	for _, v := range raw {
+		recs = append(recs, analysis.Record(v))
+	}
+	res := analysis.Analyze(recs, mode, endMs, triggerCost)
+	frames, key := framesOf(res)
+	return callTree{res: res, frames: frames, key: key}
+}
+
+// fill sets a report's call-tree fields: cost, stack, stackKey, frames and
+// recorded; a non-empty note says why there is no tree, before a note the
+// report already has.
+func (t callTree) fill(c map[string]any, note string) {
+	c["cost"] = t.res.Cost
+	c["stack"] = t.res.Stack
+	c["stackKey"] = t.key
+	c["frames"] = t.frames
+	c["recorded"] = note == ""
+	if note != "" {
+		if prev, ok := c["note"].(string); ok && prev != "" {
+			note += "; " + prev
+		}
+		c["note"] = note
+	}
+}
+
+// Notes of a slow call without a call tree.
+const (
+	noteNoBuffer = "no call tree: every recording buffer was in use when the dispatch began (raise MATRIX_MAX_BUFFERS)"
+	noteWrapped  = "no call tree: the dispatch made more calls than its buffer holds and its oldest records were overwritten (raise MATRIX_BUFFER_SIZE)"
+)
+
+// treeNote explains a dispatch without a call tree, or returns "".
+func treeNote(recorded, hasRecords bool) string {
+	switch {
+	case !recorded:
+		return noteNoBuffer
+	case !hasRecords:
+		return noteWrapped
+	}
+	return ""
+}
+
 // framesOf symbolises a call tree with the names the binary carries
 // (beat.Lookup), as the "frames" field of a report, and returns the stack
 // key to report.

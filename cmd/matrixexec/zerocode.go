@@ -393,28 +393,10 @@ func fileHash(path string) (string, error) {
 // ".o" nor ".syso" files, as it does for other build tools' members.
 const linkMember = "matrix.deps"
 
-// packTool returns the pack tool of the toolchain that tool (a compile or
-// link binary) belongs to.
-func packTool(tool string) string {
-	exe := "pack"
-	if runtime.GOOS == "windows" {
-		exe += ".exe"
-	}
-	return filepath.Join(filepath.Dir(tool), exe)
-}
-
-// addLinkRecord appends the link record of exports to archive, writing the
-// member's file in dir.
-func addLinkRecord(tool, archive, dir string, exports map[string]string) error {
-	rec := filepath.Join(dir, linkMember)
-	if err := os.WriteFile(rec, linkRecord(exports), 0o600); err != nil {
-		return fmt.Errorf("zero-code mode: %w", err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(packTool(tool), "r", archive, rec)
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("zero-code mode: adding the link record to %s: %w: %s", archive, err, strings.TrimSpace(stderr.String()))
+// addLinkRecord appends the link record of exports to archive.
+func addLinkRecord(archive string, exports map[string]string) error {
+	if err := appendArMember(archive, linkMember, linkRecord(exports)); err != nil {
+		return fmt.Errorf("zero-code mode: adding the link record to %s: %w", archive, err)
 	}
 	return nil
 }
@@ -431,24 +413,15 @@ func linkRecord(exports map[string]string) []byte {
 // readLinkRecord returns the link record of a main package's archive, nil
 // if it has none (compiled without zero-code mode, or by an older
 // matrixexec).
-func readLinkRecord(tool, archive string) ([]byte, error) {
-	var stdout, stderr bytes.Buffer
-	list := exec.Command(packTool(tool), "t", archive)
-	list.Stdout, list.Stderr = &stdout, &stderr
-	if err := list.Run(); err != nil {
-		return nil, fmt.Errorf("link: listing %s: %w: %s", archive, err, strings.TrimSpace(stderr.String()))
-	}
-	if !slices.Contains(strings.Split(stdout.String(), "\n"), linkMember) {
+func readLinkRecord(archive string) ([]byte, error) {
+	rec, err := readArMember(archive, linkMember)
+	if errors.Is(err, errNotArchive) {
 		return nil, nil
 	}
-	stdout.Reset()
-	stderr.Reset()
-	show := exec.Command(packTool(tool), "p", archive, linkMember)
-	show.Stdout, show.Stderr = &stdout, &stderr
-	if err := show.Run(); err != nil {
-		return nil, fmt.Errorf("link: reading the link record of %s: %w: %s", archive, err, strings.TrimSpace(stderr.String()))
+	if err != nil {
+		return nil, fmt.Errorf("link: reading the link record: %w", err)
 	}
-	return stdout.Bytes(), nil
+	return rec, nil
 }
 
 // recordFilesExist reports whether every export file a link record names
@@ -515,7 +488,7 @@ func injectAuto(cfg *config, tool string, flags []string, dir string) (extra, im
 		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
 	}
 	after = func(out string) error {
-		return addLinkRecord(tool, out, dir, exports)
+		return addLinkRecord(out, exports)
 	}
 	cfg.log.Debug().Str("auto", exports[autoPkg]).Int("deps", len(exports)).Msg("zero-code tracer linked into main")
 	return extra, importcfg, after, nil
@@ -540,7 +513,7 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	if bytes.Contains(data, []byte("packagefile "+autoPkg+"=")) {
 		return runTool(args, stdin, stdout, stderr) // the program imports it itself
 	}
-	extra, err := readLinkRecord(args[0], mainArchive)
+	extra, err := readLinkRecord(mainArchive)
 	if err != nil {
 		return err
 	}
