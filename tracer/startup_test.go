@@ -52,17 +52,8 @@ func (r *startupReports) wait(t *testing.T, n int) []Issue {
 // restores the clock.
 func resetStartup(t *testing.T) {
 	t.Helper()
-	reset := func() {
-		startup.mu.Lock()
-		startup.coldAt, startup.scene = time.Time{}, ""
-		startup.warmFrom, startup.warmFunc = time.Time{}, false
-		startup.mu.Unlock()
-		coldReady.Store(false)
-		warmPending.Store(false)
-		startupNow = time.Now
-	}
-	reset()
-	t.Cleanup(reset)
+	startup.reset()
+	t.Cleanup(startup.reset)
 }
 
 // fakeClock is a settable clock for startupNow.
