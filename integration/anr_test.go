@@ -251,7 +251,7 @@ func TestLagAndANR(t *testing.T) {
 	}
 	var reserve frame
 	for _, f := range a.Frames {
-		if f.Func == stuckPkg+".(*inventory).reserve" {
+		if f.Func == stuckPkg+".(*inventory).reserve" && f.Kind == "" {
 			reserve = f
 		}
 	}
@@ -261,8 +261,12 @@ func TestLagAndANR(t *testing.T) {
 	if reserve.Cost < 4500 {
 		t.Errorf("reserve cost %d ms in the ANR tree, want about 5000", reserve.Cost)
 	}
-	if a.StackKey != fmt.Sprintf("%d|", reserve.ID) {
-		t.Errorf("ANR stackKey %q, want reserve's %d|\n%s", a.StackKey, reserve.ID, a.Stack)
+	// The tree ends in the lock wait under reserve, and the key names both.
+	if want := stuckPkg + ".(*inventory).reserve[sync.Mutex.Lock]|"; a.StackKey != want {
+		t.Errorf("ANR stackKey %q, want %q\n%s", a.StackKey, want, a.Stack)
+	}
+	if last := a.Frames[len(a.Frames)-1]; last.Kind != "wait" || last.Reason != "sync.Mutex.Lock" || last.Func != reserve.Func || last.Cost < 4500 {
+		t.Errorf("the ANR tree ends in %+v, want reserve's sync.Mutex.Lock wait", last)
 	}
 	if !strings.Contains(a.ThreadStack, "sync.(*Mutex).Lock") || !strings.Contains(a.ThreadStack, "main.(*inventory).reserve(") ||
 		!strings.Contains(a.ThreadStack, "examples/stuck/main.go:") {

@@ -159,9 +159,20 @@ func cmdSetFromStdout(ts *testscript.TestScript, neg bool, args []string) {
 
 // reportFrame is the part of a report's frame these commands use.
 type reportFrame struct {
-	Depth int    `json:"depth"`
-	Cost  int64  `json:"cost"`
-	Func  string `json:"func"`
+	Depth  int    `json:"depth"`
+	Cost   int64  `json:"cost"`
+	Func   string `json:"func"`
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+}
+
+// name is what a profile calls the frame's node: its function, or
+// "[reason]" for a wait.
+func (f reportFrame) name() string {
+	if f.Kind == "wait" {
+		return "[" + f.Reason + "]"
+	}
+	return f.Func
 }
 
 // pprofflat FUNC MINMS REPORT
@@ -169,7 +180,8 @@ type reportFrame struct {
 // Checks the previous command's output, go tool pprof -top of a profile
 // made from REPORT: FUNC's flat time is within 10 % of FUNC's self time in
 // the reports (its cost minus its children's, summed over the incidents),
-// and at least MINMS milliseconds.
+// and at least MINMS milliseconds. FUNC "[reason]" names the waits of that
+// reason.
 func cmdPprofFlat(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: pprofflat FUNC MINMS REPORT")
@@ -188,7 +200,7 @@ func cmdPprofFlat(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Check(json.Unmarshal([]byte(line), &r))
 		for i, f := range r.Frames {
-			if f.Func != fn {
+			if f.name() != fn {
 				continue
 			}
 			self := f.Cost

@@ -24,6 +24,25 @@ const (
 	FrameGoroutine = "goroutine"
 )
 
+// WaitKey returns the stack key of a report whose time is best explained
+// by a wait: "<func>[<reason>]|", the function that blocked and why (see
+// framesOf).
+func WaitKey(fn, reason string) string { return fn + "[" + reason + "]|" }
+
+// ParseWaitKey returns the function and reason of a key made by WaitKey;
+// ok is false for another key ("<id>|", the key of a call).
+func ParseWaitKey(key string) (fn, reason string, ok bool) {
+	rest, ok := strings.CutSuffix(key, "]|")
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '[')
+	if i <= 0 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
+}
+
 // A callTree is the analysed, symbolised call tree of one report: the one
 // builder of the slow-call, ANR and start-up reports.
 type callTree struct {
@@ -147,7 +166,7 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			if name == "" {
 				name, _, _ = strings.Cut(res.Key, "|") // the id of the function it is under
 			}
-			key = name + "[" + w.Reason + "]|"
+			key = WaitKey(name, w.Reason)
 		}
 	}
 	return frames, key

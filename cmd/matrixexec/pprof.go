@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/matrixgo/matrix/tracer"
 )
 
 // pprofCmd writes the call trees of incidents as a gzipped pprof profile.
@@ -155,9 +156,19 @@ func (b *profileBuilder) add(pos string, r *report, n *names) error {
 }
 
 // blamedNode returns the index of the node a stack key names: the
-// costliest ordinary node with its id, else the first root.
+// costliest wait of the function and reason a wait's key names, or the
+// costliest ordinary node with the key's id; else the first root.
 func blamedNode(nodes []node, key string) int {
 	best := 0
+	if fn, reason, ok := tracer.ParseWaitKey(key); ok {
+		found := false
+		for i := range nodes {
+			if nodes[i].Kind == frameKindWait && nodes[i].Func == fn && nodes[i].Reason == reason && (!found || nodes[i].Cost > nodes[best].Cost) {
+				best, found = i, true
+			}
+		}
+		return best
+	}
 	id, ok := keyID(key)
 	if !ok {
 		return best

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/matrixgo/matrix/tracer"
 )
 
 // Grouping dimensions of top and html.
@@ -142,7 +144,9 @@ func (a *aggregator) add(pos string, r *report) {
 	}
 	g.max = max(g.max, cost)
 	if _, ok := a.keyFuncs[r.StackKey]; !ok && r.StackKey != "" {
-		if id, ok := keyID(r.StackKey); ok {
+		if fn, _, ok := tracer.ParseWaitKey(r.StackKey); ok {
+			a.keyFuncs[r.StackKey] = fn
+		} else if id, ok := keyID(r.StackKey); ok {
 			for _, f := range r.frames() {
 				if f.ID == id && f.Kind != frameKindWait && f.Func != "" {
 					a.keyFuncs[r.StackKey] = f.Func

@@ -215,7 +215,9 @@ func Spans(r *Report) ([]Span, error) {
 	}
 	root := &spans[0]
 	keyFunc := ""
-	if id, ok := strings.CutSuffix(r.StackKey, "|"); ok {
+	if fn, _, ok := tracer.ParseWaitKey(r.StackKey); ok {
+		keyFunc = fn
+	} else if id, ok := strings.CutSuffix(r.StackKey, "|"); ok {
 		for _, f := range r.Frames {
 			if strconv.FormatUint(uint64(f.ID), 10) == id {
 				keyFunc = f.Func
