@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -688,16 +689,22 @@ func TestReloadFuncCallTree(t *testing.T) {
 		t.Fatalf("got %d warm STARTUP issues, want 2: %+v", len(warmTrees), got.all())
 	}
 	for i, c := range warmTrees {
-		ids := strings.Join(stackIDs(c["stack"].(string)), " ")
-		// idB sleeps: the tree ends in the sleep, which the key names.
+		ids := stackIDs(c["stack"].(string))
+		// idB sleeps: the tree ends in its waits (the sleep, and any
+		// other park on the way), and the key names the sleep.
 		key, _ := c["stackKey"].(string)
-		if c["recorded"] != true || ids != fmt.Sprintf("%d %d %d %d", beat.DispatchID, idA, idB, analysis.Ext) || !strings.HasSuffix(key, "[sleep]|") {
-			t.Errorf("warm tree %d: recorded %v ids %s key %v\n%v", i, c["recorded"], ids, c["stackKey"], c["stack"])
+		calls := fmt.Sprintf("%d %d %d", beat.DispatchID, idA, idB)
+		waits := len(ids) > 3
+		for _, id := range ids[min(3, len(ids)):] {
+			waits = waits && id == strconv.Itoa(analysis.Ext)
 		}
-		// At least fn's sleep, at most what the dispatch that holds it
-		// took (+1 ms of rounding).
-		if cost := c["cost"].(int64); cost < 60 || cost > took[i]+1 {
-			t.Errorf("warm tree %d: cost %d, want at least 60 and at most the %d ms its dispatch took", i, cost, took[i])
+		if c["recorded"] != true || strings.Join(ids[:min(3, len(ids))], " ") != calls || !waits || !strings.HasSuffix(key, "[sleep]|") {
+			t.Errorf("warm tree %d: recorded %v ids %v key %v\n%v", i, c["recorded"], ids, c["stackKey"], c["stack"])
+		}
+		// At least fn's sleep less the recorder clock's 10 % slack, at
+		// most what the dispatch that holds it took (+1 ms of rounding).
+		if cost := c["cost"].(int64); cost < 54 || cost > took[i]+1 {
+			t.Errorf("warm tree %d: cost %d, want at least 54 and at most the %d ms its dispatch took", i, cost, took[i])
 		}
 	}
 }
