@@ -224,8 +224,9 @@ type done struct {
 // open interval like an exit. Consecutive intervals fold only when they
 // are of the same kind, reason and program counters, also across one
 // runnable interval between them; a runnable interval shorter than a
-// millisecond makes no item. ItemsExt returns what each
-// item's interval is.
+// millisecond makes no item, nor does any other interval whose cost, once
+// folded, is 0 ms (a wait of a moment). ItemsExt returns what each item's
+// interval is.
 func Items(recs []Record, mode Mode, endMs uint64) []Item {
 	items, _, _ := itemsTimed(recs, mode, endMs)
 	return items
@@ -438,13 +439,18 @@ func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval) {
 	depth := 0
 	for i := rootFirst; i >= 0; {
 		c := &comp[i]
-		out = append(out, Item{Depth: depth, ID: c.id, Count: c.count, Cost: c.cost})
-		starts = append(starts, enters[c.seq].time)
-		if c.ext != nil && exts == nil {
-			exts = make([]*Interval, len(out)-1, len(comp))
-		}
-		if exts != nil {
-			exts = append(exts, c.ext)
+		// An interval that took no time (under the clock's millisecond,
+		// after folding) explains nothing: a wait of a moment on the way
+		// (a GC assist, a lock taken at once) makes no item.
+		if noise := c.ext != nil && c.cost == 0 && c.first < 0; !noise {
+			out = append(out, Item{Depth: depth, ID: c.id, Count: c.count, Cost: c.cost})
+			starts = append(starts, enters[c.seq].time)
+			if c.ext != nil && exts == nil {
+				exts = make([]*Interval, len(out)-1, len(comp))
+			}
+			if exts != nil {
+				exts = append(exts, c.ext)
+			}
 		}
 		if c.first >= 0 {
 			i = c.first

@@ -109,6 +109,47 @@ o D 17
 	}
 }
 
+func TestMomentaryWaitsMakeNoItem(t *testing.T) {
+	// A GC assist of no measurable time before a long sleep: only the
+	// sleep is an item. Two waits of a moment that fold to a millisecond
+	// are one.
+	rs := events(t, `
+i D 0
+i 7 0
+w 9 0
+e 0
+w 3 0 0x10
+e 800
+w 4 800 0x20
+e 800
+w 4 800 0x20
+e 801
+o 7 801
+o D 801
+`)
+	items, exts := ItemsExt(rs, Strict, 0)
+	want := []Item{{0, Dispatch, 1, 801}, {1, 7, 1, 801}, {2, Ext, 1, 800}, {2, Ext, 2, 1}}
+	if !reflect.DeepEqual(items, want) {
+		t.Fatalf("items %v, want %v", items, want)
+	}
+	if exts[2].Reason != 3 || exts[3].Reason != 4 {
+		t.Errorf("intervals %v %v", exts[2], exts[3])
+	}
+	// With only a momentary wait, the tree is the calls', keyed as
+	// without waits.
+	rs = events(t, `
+i D 0
+i 7 0
+w 9 0
+e 0
+o 7 300
+o D 300
+`)
+	if res := Analyze(rs, Strict, 0, 300); len(res.Items) != 2 || res.Exts != nil || res.Key != "7|" {
+		t.Errorf("items %v intervals %v key %q", res.Items, res.Exts, res.Key)
+	}
+}
+
 func TestOpenWaitClosedAtEnd(t *testing.T) {
 	// An ANR snapshot: function 5 has been waiting on a lock (reason 9)
 	// since 10 ms; the watchdog looks at 6010 ms.
