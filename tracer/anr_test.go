@@ -513,13 +513,13 @@ func TestLagAndANRReported(t *testing.T) {
 	if is.Tag != TagEvilMethod || c["scene"] != "stuck-job" || is.Key != parked+"[chan receive]|" || c["stackKey"] != is.Key {
 		t.Errorf("ANR tag %q scene %v key %q stackKey %v", is.Tag, c["scene"], is.Key, c["stackKey"])
 	}
-	if ids := strings.Join(stackIDs(c["stack"].(string)), " "); ids != "1048574 1040001 1040002 1048575" {
+	frames := settled(c["frames"].([]Frame))
+	if ids := frameIDs(frames); ids != "1048574 1040001 1040002 1048575" {
 		t.Errorf("ANR stack ids %s\n%s", ids, c["stack"])
 	}
 	if cost := c["cost"].(int64); cost < 500 || cost > 750 {
 		t.Errorf("ANR cost %d, want 500..750", cost)
 	}
-	frames := c["frames"].([]Frame)
 	// The tree ends in the open wait, under the function that parked.
 	if len(frames) != 5 || frames[0].Func != "DISPATCH" || frames[2].ID != idB || frames[2].Cost < 450 ||
 		frames[3].Kind != FrameInline || frames[3].Func != parked ||
