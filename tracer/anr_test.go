@@ -513,7 +513,7 @@ func TestLagAndANRReported(t *testing.T) {
 	if is.Tag != TagEvilMethod || c["scene"] != "stuck-job" || is.Key != parked+"[chan receive]|" || c["stackKey"] != is.Key {
 		t.Errorf("ANR tag %q scene %v key %q stackKey %v", is.Tag, c["scene"], is.Key, c["stackKey"])
 	}
-	frames := settled(c["frames"].([]Frame))
+	frames := settled(c["frames"].([]Frame), "chan receive")
 	if ids := frameIDs(frames); ids != "1048574 1040001 1040002 1048575" {
 		t.Errorf("ANR stack ids %s\n%s", ids, c["stack"])
 	}
