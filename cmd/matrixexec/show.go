@@ -7,8 +7,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-
-	"github.com/matrixgo/matrix/tracer"
 )
 
 // show prints reports (JSON lines) for people: each issue's headline and,
@@ -93,12 +91,10 @@ func showIssue(w io.Writer, is map[string]any, nodes []node) {
 	fmt.Fprintln(w)
 }
 
-// keyName names the function of a stack key: the one a wait's key names,
-// else, from a report's nodes, the first ordinary call with the key's id.
+// keyName names the function of a stack key "<id>|" from a report's nodes:
+// the first ordinary call with the key's id. A wait's key names its
+// function itself: "".
 func keyName(key string, nodes []node) string {
-	if fn, _, ok := tracer.ParseWaitKey(key); ok {
-		return fn
-	}
 	id, ok := keyID(key)
 	if !ok {
 		return ""
