@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/rs/zerolog"
@@ -238,8 +239,9 @@ func moduleRoot(getenv func(string) string) string {
 }
 
 // goCommandLine returns the command line of the go command that runs
-// matrixexec, nil if unknown (see goCommandArgs).
-var goCommandLine = func() []string { return goCommandArgs(readProcess, os.Getppid()) }
+// matrixexec, nil if unknown (see goCommandArgs). It is read once per
+// invocation.
+var goCommandLine = sync.OnceValue(func() []string { return goCommandArgs(readProcess, os.Getppid()) })
 
 // pkgAtVersion reports whether a go command line installs or runs a
 // package at a version (go install pkg@version, go run pkg@version).

@@ -224,9 +224,7 @@ var otherValueFlags = map[string]bool{
 // parentBuildFlags returns the build flags of the go command that runs us,
 // as far as the OS lets us see them (see goCommandArgs). GOFLAGS and the
 // GOOS/GOARCH/CGO environment reach the nested build by inheritance.
-func parentBuildFlags() []string {
-	return filterBuildFlags(goCommandArgs(readProcess, os.Getppid()))
-}
+func parentBuildFlags() []string { return filterBuildFlags(goCommandLine()) }
 
 func filterBuildFlags(args []string) []string {
 	if len(args) < 2 {
