@@ -51,15 +51,26 @@ type Config struct {
 	// BufferSize is the number of records per recording dispatch, rounded
 	// up to a power of two. Default 65536 (512 KiB).
 	BufferSize int
-	// MaxBuffers bounds the dispatches recorded at once, and so the
-	// recorder's memory (MaxBuffers × BufferSize × 8 bytes). Default 64.
+	// MaxBuffers bounds the dispatches recorded at once. Default 64.
 	MaxBuffers int
+	// MaxChildren bounds the goroutines started inside one recorded
+	// dispatch that record into it (each into a buffer of its own); the
+	// others are counted (Stats.ChildrenLost). The process holds at most
+	// MaxBuffers × MaxChildren such buffers. Default 16; negative: none.
+	MaxChildren int
+	// ChildBufferSize is the number of records of the buffer of such a
+	// goroutine, rounded up to a power of two. Default 4096 (32 KiB).
+	ChildBufferSize int
 }
 
-// Defaults.
+// Defaults. The recorder's memory is at most
+// MaxBuffers × (BufferSize + MaxChildren × ChildBufferSize) × 8 bytes:
+// 64 MiB with the defaults.
 const (
-	DefaultBufferSize = 1 << 16
-	DefaultMaxBuffers = 64
+	DefaultBufferSize      = 1 << 16
+	DefaultMaxBuffers      = 64
+	DefaultMaxChildren     = 16
+	DefaultChildBufferSize = 1 << 12
 )
 
 // ErrNotInstrumented is returned by Start in a binary that was not built
@@ -119,11 +130,17 @@ func Start(cfg Config) error {
 	if cfg.MaxBuffers <= 0 {
 		cfg.MaxBuffers = DefaultMaxBuffers
 	}
-	size := 1
-	for size < cfg.BufferSize {
-		size <<= 1
+	switch {
+	case cfg.MaxChildren == 0:
+		cfg.MaxChildren = DefaultMaxChildren
+	case cfg.MaxChildren < 0:
+		cfg.MaxChildren = 0
 	}
-	r := &recorder{cfg: cfg, size: size}
+	if cfg.ChildBufferSize <= 0 {
+		cfg.ChildBufferSize = DefaultChildBufferSize
+	}
+	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize)}
+	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, 1<<30)))
 	rtSetClock(true)
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
@@ -151,6 +168,15 @@ func Stop() {
 	r.buffers -= len(r.free)
 	r.free = nil
 	r.mu.Unlock()
+}
+
+// pow2 returns the least power of two >= n (1 for n <= 1).
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // Started reports whether the recorder is running.
@@ -222,17 +248,27 @@ type Stats struct {
 	RemoteEnds uint64
 	// LateEnds counts calls of End on a dispatch that had already ended
 	// or been abandoned: they do nothing.
-	LateEnds    uint64
-	Buffers     int // buffers allocated now
-	BufferBytes int // bytes of one buffer
-	MaxBuffers  int
-	Running     int // dispatches in progress
+	LateEnds uint64
+	// Children counts the goroutines started inside recorded dispatches
+	// that recorded into them; ChildrenLost those that did not (beyond
+	// Config.MaxChildren, or every child buffer in use); ChildrenLate
+	// those still running when their dispatch ended (their work after
+	// the end is not in its report).
+	Children, ChildrenLost, ChildrenLate uint64
+	// ChildBuffers is the number of buffers of such goroutines held now:
+	// at most MaxBuffers × MaxChildren.
+	ChildBuffers int
+	Buffers      int // buffers allocated now
+	BufferBytes  int // bytes of one buffer
+	MaxBuffers   int
+	Running      int // dispatches in progress
 }
 
 // ReadStats returns the current counters.
 func ReadStats() Stats {
 	s := Stats{Dispatches: dispatchN.Load(), NotRecorded: notRec.Load(),
-		Abandoned: abandoned.Load(), RemoteEnds: remoteEnds.Load(), LateEnds: lateEnds.Load()}
+		Abandoned: abandoned.Load(), RemoteEnds: remoteEnds.Load(), LateEnds: lateEnds.Load(),
+		Children: kidsN.Load(), ChildrenLost: kidsLost.Load(), ChildrenLate: kidsLate.Load(), ChildBuffers: int(rtKidsLive())}
 	if r := cur.Load(); r != nil {
 		r.mu.Lock()
 		s.Buffers, s.BufferBytes, s.MaxBuffers = r.buffers, r.size*8, r.cfg.MaxBuffers
@@ -305,7 +341,9 @@ func hookEnd(d unsafe.Pointer, scene string) {
 // matched. Muxes match outer first, so the innermost, most specific pattern
 // is the last one set; a scene the handler sets itself comes later still.
 func hookScene(d unsafe.Pointer, scene string) {
-	(*Dispatch)(d).SetScene(scene)
+	if !isKid(d) {
+		(*Dispatch)(d).SetScene(scene)
+	}
 }
 
 // hookTraceParent records the traceparent header of the request a patched
@@ -314,10 +352,12 @@ func hookTraceParent(d unsafe.Pointer, tp string) {
 	(*Dispatch)(d).SetTraceParent(tp)
 }
 
-// Current returns the dispatch the calling goroutine is in, or nil.
+// Current returns the dispatch the calling goroutine is in, or nil. A
+// goroutine started inside a dispatch records into it but is not in it:
+// Current returns nil there (unless it began a dispatch of its own).
 func Current() *Dispatch {
 	goid := uint64(0)
-	for p := rtCurrent(); p != nil && p != rtStartupRing(); {
+	for p := rtCurrent(); p != nil && p != rtStartupRing() && !isKid(p); {
 		d := (*Dispatch)(p)
 		if goid == 0 {
 			goid = rtGoid()

@@ -87,6 +87,7 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 	d.data = r.getBuffer()
 	if d.data != nil {
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)
+		d.ring.MaxKids = uint32(r.cfg.MaxChildren)
 	} else {
 		notRec.Add(1)
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.scratch[0]), 0
@@ -112,7 +113,7 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 func settle(goid uint64, frame uintptr) {
 	for {
 		p := rtCurrent()
-		if p == nil || p == rtStartupRing() {
+		if p == nil || p == rtStartupRing() || isKid(p) {
 			return
 		}
 		d := (*Dispatch)(p)
@@ -200,6 +201,7 @@ func (d *Dispatch) finish(free bool) {
 	running.Lock()
 	runList.remove(d)
 	running.Unlock()
+	d.countKids()
 	forObservers(func(o Observer) { o.DispatchEnd(d) })
 	if free {
 		d.release()
@@ -235,6 +237,7 @@ func (d *Dispatch) release() {
 	d.relMu.Unlock()
 	if data != nil {
 		d.rec.putBuffer(data, atomic.LoadUint64(&d.ring.N))
+		d.releaseKids()
 	}
 }
 
@@ -379,6 +382,12 @@ func (d *Dispatch) Recorded() bool { return d.data != nil }
 // recorded or its oldest records were overwritten (the buffer wrapped):
 // an overwritten mark yields nothing, never garbage.
 //
+// The records of goroutines started inside the dispatch come in the place
+// the dispatch started them (see abi.ExtGo): between the start record and
+// the end record, which then holds the time the goroutine exited, or the
+// time of the copy for one still running. A goroutine whose buffer wrapped
+// contributes no records.
+//
 // On the dispatching goroutine the copy is exact. From another goroutine
 // (a watchdog looking at a running dispatch) it is a consistent prefix:
 // records written during the copy may be left out, and when the writer
@@ -412,7 +421,10 @@ func (d *Dispatch) Records(dst []uint64) []uint64 {
 	if n2 := atomic.LoadUint64(&d.ring.N); n2-d.mark > limit {
 		return dst[:start]
 	}
-	return dst
+	if atomic.LoadUint32(&d.ring.Kids) == 0 {
+		return dst
+	}
+	return d.splice(dst, start)
 }
 
 // Reported atomically marks flag as reported and says whether it was the

@@ -68,3 +68,15 @@ func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))
 
 //go:linkname rtWaitReason runtime.matrixWaitReason
 func rtWaitReason(r uint8) string
+
+//go:linkname rtSetKids runtime.matrixSetKids
+func rtSetKids(size uint64, limit uint32)
+
+//go:linkname rtKidRelease runtime.matrixKidRelease
+func rtKidRelease(p unsafe.Pointer)
+
+//go:linkname rtKidsDetach runtime.matrixKidsDetach
+func rtKidsDetach(p unsafe.Pointer) unsafe.Pointer
+
+//go:linkname rtKidsLive runtime.matrixKidsLive
+func rtKidsLive() uint32

@@ -34,3 +34,7 @@ func rtAbandoned() uint32                               { return 0 }
 func rtInUse(unsafe.Pointer) bool                       { return false }
 func rtSetTraceParentHook(func(unsafe.Pointer, string)) {}
 func rtWaitReason(uint8) string                         { return "" }
+func rtSetKids(uint64, uint32)                          {}
+func rtKidRelease(unsafe.Pointer)                       {}
+func rtKidsDetach(unsafe.Pointer) unsafe.Pointer        { return nil }
+func rtKidsLive() uint32                                { return 0 }

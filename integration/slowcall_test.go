@@ -208,6 +208,36 @@ func TestSlowRequestCallTree(t *testing.T) {
 	if want := shopPkg + ".(*dbClient).query[select]|"; r.StackKey != want {
 		t.Errorf("stackKey %q, want %q\n%s", r.StackKey, want, r.Stack)
 	}
+	// The audit write ran in a goroutine that checkout started (its
+	// function is the compiler's wrapper of the go statement's call, as
+	// goroutine dumps name it): a goroutine node under checkout, as long
+	// as the write (100 ms), with the call of record under it.
+	g := -1
+	for i, f := range r.Frames {
+		if f.Kind == "goroutine" && strings.HasPrefix(f.Func, shopPkg+".(*orderService).checkout.") {
+			g = i
+		}
+	}
+	if g < 0 {
+		t.Fatalf("no goroutine node started by checkout in %+v", r.Frames)
+	}
+	parent := -1
+	for j := g - 1; j >= 0 && parent < 0; j-- {
+		if r.Frames[j].Depth < r.Frames[g].Depth {
+			parent = j
+		}
+	}
+	if parent < 0 || r.Frames[parent].Func != shopPkg+".(*orderService).checkout" || r.Frames[g].Cost < 90 {
+		t.Errorf("goroutine node %+v under %+v", r.Frames[g], r.Frames[max(parent, 0)])
+	}
+	call := false
+	for j := g + 1; j < len(r.Frames) && r.Frames[j].Depth > r.Frames[g].Depth; j++ {
+		f := r.Frames[j]
+		call = call || f.Depth == r.Frames[g].Depth+1 && f.Kind == "" && f.Func == shopPkg+".(*auditLog).record"
+	}
+	if !call {
+		t.Errorf("the goroutine's call of record is not under its node: %+v", r.Frames[g:])
+	}
 }
 
 // TestConcurrentSlowRequestsRace: under -race, 50 concurrent requests to

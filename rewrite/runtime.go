@@ -128,6 +128,13 @@ var runtimeHooks = []stdHook{
 	{file: "proc.go", name: "exitsyscall", check: noParams, stmt: func([]string) string {
 		return "if getg().matrixBeat != nil { matrixSyscallExit() }; "
 	}},
+	// A goroutine started by a recording goroutine records into a ring of
+	// its own (matrixSpawn). gostartcallfn runs in newproc1 on the system
+	// stack, with the new goroutine's gobuf: its g is the new goroutine,
+	// and the M's current goroutine the one that starts it.
+	{file: "stack.go", name: "gostartcallfn", check: params("gobuf", "fv"), stmt: func(p []string) string {
+		return "if gp := getg().m.curg; gp != nil && gp.matrixBeat != nil { matrixSpawn(gp, " + p[0] + ".g.ptr(), " + p[1] + ".fn) }; "
+	}},
 	// A goroutine that exits clears its slot, and the dispatches it leaves
 	// open are marked abandoned (matrixGoexit).
 	{file: "proc.go", name: "gdestroy", check: params("gp"), stmt: func(p []string) string {

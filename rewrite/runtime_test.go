@@ -22,6 +22,10 @@ func TestPatchRuntime(t *testing.T) {
 	if err := os.WriteFile(panicGo, []byte("package runtime\n\nfunc deferreturn() {\n\tx()\n}\n\nfunc recovery(gp *g) {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	stackGo := filepath.Join(src, "stack.go")
+	if err := os.WriteFile(stackGo, []byte("package runtime\n\nfunc gostartcallfn(gobuf *gobuf, fv *funcval) {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// proc.go with every hooked function, in another order than the table,
 	// with the signatures of the supported releases.
 	sigs := map[string]string{
@@ -47,12 +51,13 @@ func TestPatchRuntime(t *testing.T) {
 	}
 	for _, debug := range []bool{false, true} {
 		dir := t.TempDir()
-		files, err := PatchRuntime([]string{other, r2, panicGo}, dir, debug)
+		files, err := PatchRuntime([]string{other, r2, panicGo, stackGo}, dir, debug)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(files) != 5 || files[0] != filepath.Join(dir, "proc.go") || files[1] != filepath.Join(dir, "runtime2.go") || files[2] != filepath.Join(dir, "panic.go") ||
-			files[3] != filepath.Join(dir, inject.RuntimeFileName) || files[4] != filepath.Join(dir, inject.RuntimeConstFileName) {
+		if len(files) != 6 || files[0] != filepath.Join(dir, "proc.go") || files[1] != filepath.Join(dir, "runtime2.go") || files[2] != filepath.Join(dir, "panic.go") ||
+			files[3] != filepath.Join(dir, "stack.go") ||
+			files[4] != filepath.Join(dir, inject.RuntimeFileName) || files[5] != filepath.Join(dir, inject.RuntimeConstFileName) {
 			t.Fatalf("debug=%v: files %q", debug, files)
 		}
 		// deferreturn's fast path, on its brace's line; the rest of the
@@ -99,7 +104,14 @@ func TestPatchRuntime(t *testing.T) {
 		if string(got) != want {
 			t.Errorf("runtime2.go =\n%s\nwant\n%s", got, want)
 		}
-		hooks, err := os.ReadFile(files[3])
+		sg, err := os.ReadFile(files[3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(sg), "func gostartcallfn(gobuf *gobuf, fv *funcval) {if gp := getg().m.curg; gp != nil && gp.matrixBeat != nil { matrixSpawn(gp, gobuf.g.ptr(), fv.fn) }; ") {
+			t.Errorf("stack.go =\n%s", sg)
+		}
+		hooks, err := os.ReadFile(files[4])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +125,7 @@ func TestPatchRuntime(t *testing.T) {
 	if err := os.WriteFile(changed, []byte("package runtime\n\nfunc gopark(x int) {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PatchRuntime([]string{changed, r2, panicGo}, t.TempDir(), false); err == nil || !strings.Contains(err.Error(), "gopark has the parameters [x] in this Go release") {
+	if _, err := PatchRuntime([]string{changed, r2, panicGo, stackGo}, t.TempDir(), false); err == nil || !strings.Contains(err.Error(), "gopark has the parameters [x] in this Go release") {
 		t.Errorf("gopark with another signature: err = %v", err)
 	}
 	for _, fs := range [][]string{{other, panicGo}, {other, r2}, {r2, panicGo}} {

@@ -18,7 +18,8 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !cfg.EvilMethod || cfg.EvilThreshold != 700*time.Millisecond || cfg.QueueSize != 256 ||
-		cfg.Beat.BufferSize != beat.DefaultBufferSize || cfg.Beat.MaxBuffers != beat.DefaultMaxBuffers {
+		cfg.Beat.BufferSize != beat.DefaultBufferSize || cfg.Beat.MaxBuffers != beat.DefaultMaxBuffers ||
+		cfg.Beat.MaxChildren != beat.DefaultMaxChildren || cfg.Beat.ChildBufferSize != beat.DefaultChildBufferSize {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
@@ -30,13 +31,20 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"MATRIX_MAX_BUFFERS":       " 8 ",
 		"MATRIX_QUEUE_SIZE":        "32",
 		"MATRIX_EVIL_METHOD":       "OFF",
+		"MATRIX_MAX_CHILDREN":      "3",
+		"MATRIX_CHILD_BUFFER_SIZE": "512",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.EvilMethod || cfg.EvilThreshold != 250*time.Millisecond || cfg.Beat.BufferSize != 4096 ||
-		cfg.Beat.MaxBuffers != 8 || cfg.QueueSize != 32 {
+		cfg.Beat.MaxBuffers != 8 || cfg.QueueSize != 32 || cfg.Beat.MaxChildren != 3 || cfg.Beat.ChildBufferSize != 512 {
 		t.Errorf("got %+v", cfg)
+	}
+	// MATRIX_MAX_CHILDREN=0 records no goroutine a dispatch starts.
+	cfg, err = ConfigFromEnv(env(map[string]string{"MATRIX_MAX_CHILDREN": "0"}))
+	if err != nil || cfg.Beat.MaxChildren >= 0 {
+		t.Errorf("MATRIX_MAX_CHILDREN=0: MaxChildren %d, %v", cfg.Beat.MaxChildren, err)
 	}
 	cfg, err = ConfigFromEnv(env(map[string]string{"MATRIX_EVIL_METHOD": "on"}))
 	if err != nil || !cfg.EvilMethod {
@@ -54,6 +62,9 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"MATRIX_BUFFER_SIZE", "99999999999"},
 		{"MATRIX_MAX_BUFFERS", "0"},
 		{"MATRIX_MAX_BUFFERS", "100000"},
+		{"MATRIX_MAX_CHILDREN", "-1"},
+		{"MATRIX_MAX_CHILDREN", "5000"},
+		{"MATRIX_CHILD_BUFFER_SIZE", "0"},
 		{"MATRIX_QUEUE_SIZE", "-1"},
 		{"MATRIX_EVIL_METHOD", "maybe"},
 	} {

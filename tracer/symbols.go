@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/internal/abi"
 	"github.com/matrixgo/matrix/tracer/analysis"
 )
 
@@ -20,7 +21,13 @@ const (
 	// FrameInline is a function without a hook (inlined, a small leaf,
 	// blacklisted) named through the program counters of a wait under it.
 	FrameInline = "inline"
-	// FrameGoroutine is reserved for a goroutine the dispatch started.
+	// FrameGoroutine is a goroutine the dispatch started (ID 1048575),
+	// under the function whose go statement started it, named by the
+	// function it runs (File and Line where that is declared); its
+	// children are its calls and waits. Its Cost is its wall time, from
+	// the go statement to its exit: it ran beside its parent, so that
+	// time is not part of the parent's. Reason is "running" when it had
+	// not exited when the report was made.
 	FrameGoroutine = "goroutine"
 )
 
@@ -144,6 +151,16 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			st = append(st, anc{it.Depth, add, f.Func})
 			continue
 		}
+		if x.Kind == analysis.ExtGo {
+			g := goroutineFrame(x)
+			g.Depth, g.ID, g.Count, g.Cost, g.Start = it.Depth+add, it.ID, it.Count, it.Cost, start
+			frames = append(frames, g)
+			st = append(st, anc{it.Depth, add, g.Func})
+			if i == res.KeyIndex {
+				key = WaitKey(g.Func, FrameGoroutine)
+			}
+			continue
+		}
 		chain, at := userFrames(x.PCs, parent)
 		for j := len(chain) - 1; j >= 0; j-- {
 			c := chain[j]
@@ -170,6 +187,22 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 		}
 	}
 	return frames, key
+}
+
+// goroutineFrame names the goroutine of an ExtGo interval by the function
+// it runs.
+func goroutineFrame(x *analysis.Interval) Frame {
+	f := Frame{Kind: FrameGoroutine}
+	if x.Reason == abi.ExtGoRunning {
+		f.Reason = "running"
+	}
+	if len(x.PCs) > 0 {
+		if fn := runtime.FuncForPC(uintptr(x.PCs[0])); fn != nil {
+			f.Func = mainPath(fn.Name())
+			f.File, f.Line = fn.FileLine(fn.Entry())
+		}
+	}
+	return f
 }
 
 // reasonOf names an interval: the runtime's wait reason of a wait,

@@ -85,13 +85,14 @@ func DefaultTraceConfig() TraceConfig {
 		EvilMethod:      true,
 		EvilThreshold:   DefaultEvilThreshold,
 		AnalysisBacklog: DefaultAnalysisBacklog,
-		Beat:            beat.Config{BufferSize: beat.DefaultBufferSize, MaxBuffers: beat.DefaultMaxBuffers},
-		QueueSize:       DefaultQueueSize,
-		StopTimeout:     DefaultStopTimeout,
-		FPS:             true,
-		Frame:           DefaultFrameConfig(),
-		ANR:             true,
-		Watchdog:        DefaultANRConfig(),
+		Beat: beat.Config{BufferSize: beat.DefaultBufferSize, MaxBuffers: beat.DefaultMaxBuffers,
+			MaxChildren: beat.DefaultMaxChildren, ChildBufferSize: beat.DefaultChildBufferSize},
+		QueueSize:   DefaultQueueSize,
+		StopTimeout: DefaultStopTimeout,
+		FPS:         true,
+		Frame:       DefaultFrameConfig(),
+		ANR:         true,
+		Watchdog:    DefaultANRConfig(),
 
 		Startup:           true,
 		StartupThresholds: DefaultStartupConfig(),
@@ -106,6 +107,12 @@ const (
 	EnvBufferSize = "MATRIX_BUFFER_SIZE"
 	// EnvMaxBuffers is the number of dispatches recorded at once.
 	EnvMaxBuffers = "MATRIX_MAX_BUFFERS"
+	// EnvMaxChildren is the number of goroutines started inside one
+	// dispatch that record into it.
+	EnvMaxChildren = "MATRIX_MAX_CHILDREN"
+	// EnvChildBufferSize is the number of records per buffer of such a
+	// goroutine.
+	EnvChildBufferSize = "MATRIX_CHILD_BUFFER_SIZE"
 	// EnvQueueSize is the number of issues queued for the listeners.
 	EnvQueueSize = "MATRIX_QUEUE_SIZE"
 	// EnvEvilMethod turns the slow-call tracer on or off.
@@ -117,6 +124,7 @@ const (
 	maxEnvThresholdMs = 24 * 60 * 60 * 1000
 	maxEnvBufferSize  = 1 << 24 // 128 MiB per buffer
 	maxEnvMaxBuffers  = 1 << 12
+	maxEnvMaxChildren = 1 << 12
 	maxEnvQueueSize   = 1 << 20
 )
 
@@ -126,6 +134,8 @@ const (
 //	MATRIX_EVIL_THRESHOLD_MS  slow-call threshold in ms (1..86400000)
 //	MATRIX_BUFFER_SIZE        records per recording buffer (1..16777216)
 //	MATRIX_MAX_BUFFERS        dispatches recorded at once (1..4096)
+//	MATRIX_MAX_CHILDREN       goroutines recorded per dispatch (0..4096)
+//	MATRIX_CHILD_BUFFER_SIZE  records per such goroutine (1..16777216)
 //	MATRIX_QUEUE_SIZE         issues queued for the listeners (1..1048576)
 //	MATRIX_EVIL_METHOD        slow-call tracer on or off (on/off, true/false, 1/0)
 //	MATRIX_FPS                frame tracer on or off
@@ -147,6 +157,16 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	p.msVar(EnvEvilThresholdMs, &cfg.EvilThreshold)
 	p.intVar(EnvBufferSize, 1, maxEnvBufferSize, &cfg.Beat.BufferSize)
 	p.intVar(EnvMaxBuffers, 1, maxEnvMaxBuffers, &cfg.Beat.MaxBuffers)
+	maxKids := -1
+	p.intVar(EnvMaxChildren, 0, maxEnvMaxChildren, &maxKids)
+	switch maxKids {
+	case -1: // unset
+	case 0:
+		cfg.Beat.MaxChildren = -1 // none
+	default:
+		cfg.Beat.MaxChildren = maxKids
+	}
+	p.intVar(EnvChildBufferSize, 1, maxEnvBufferSize, &cfg.Beat.ChildBufferSize)
 	p.intVar(EnvQueueSize, 1, maxEnvQueueSize, &cfg.QueueSize)
 	p.switchVar(EnvEvilMethod, &cfg.EvilMethod)
 	frameConfigFromEnv(p, &cfg)

@@ -319,13 +319,14 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 }
 
 // selfTimes sets each node's Self: its cost minus its children's, never
-// negative (a goroutine the node started may outlive it).
+// negative. A goroutine the node started ran beside it: its time is not
+// the node's.
 func selfTimes(nodes []node) {
 	for i := range nodes {
 		nodes[i].Self = nodes[i].Cost
 	}
 	for i := range nodes {
-		if p := nodes[i].Parent; p >= 0 {
+		if p := nodes[i].Parent; p >= 0 && nodes[i].Kind != frameKindGoroutine {
 			nodes[p].Self -= nodes[i].Cost
 		}
 	}
@@ -347,8 +348,11 @@ func printTree(w io.Writer, indent string, nodes []node) {
 			pos = "  " + pos
 		}
 		name := nd.Name
-		if nd.Kind == frameKindInline {
+		switch {
+		case nd.Kind == frameKindInline:
 			name += " (inline)"
+		case nd.Kind == frameKindGoroutine && nd.Reason != "":
+			name += " (" + nd.Reason + " at the report)"
 		}
 		fmt.Fprintf(w, "%s%6dms  %s%s%s%s\n", indent, nd.Cost, strings.Repeat("  ", nd.Depth), name, count, pos)
 	}

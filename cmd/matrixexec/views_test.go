@@ -35,7 +35,7 @@ func TestSelfTimes(t *testing.T) {
 		frame(2, 2, 30, "b"),
 		frame(3, 3, 30, "c"), // all of b
 		frame(2, 4, 20, "d"),
-		frame(2, 5, 70, "e"), // a goroutine that outlived a: a's children sum to 120
+		frame(2, 5, 70, "e"), // a goroutine a started, which outlived it: its time is not a's
 		frame(1, 6, 4, "f"),
 		frame(0, 1048574, 7, "DISPATCH"), // a second root (a nested dispatch)
 		frame(2, 7, 5, "g"),              // a depth jump still hangs below the last shallower node
@@ -51,7 +51,7 @@ func TestSelfTimes(t *testing.T) {
 		self = append(self, n.Self)
 		parent = append(parent, n.Parent)
 	}
-	if want := []int64{6, 0, 0, 30, 20, 70, 4, 2, 5}; !reflect.DeepEqual(self, want) {
+	if want := []int64{6, 40, 0, 30, 20, 70, 4, 2, 5}; !reflect.DeepEqual(self, want) {
 		t.Errorf("self = %v, want %v", self, want)
 	}
 	if want := []int{-1, 0, 1, 2, 1, 1, 0, -1, 7}; !reflect.DeepEqual(parent, want) {
@@ -268,7 +268,7 @@ func TestPprofProfile(t *testing.T) {
 	}
 	want := map[string][2]int64{
 		"DISPATCH":                              {5 + 3 + 0, 0},
-		"example.com/shop.ordersHandler":        {5 + 205, 0},
+		"example.com/shop.ordersHandler":        {5 + 605, 0}, // the goroutine it started ran beside it
 		"example.com/shop.loadUser":             {2, 0},
 		"[sync.Mutex.Lock]":                     {148 + 5019, 0},
 		"[sleep]":                               {650 + 700, 0},
@@ -281,10 +281,11 @@ func TestPprofProfile(t *testing.T) {
 	if !reflect.DeepEqual(flat, want) {
 		t.Errorf("flat:\n got %v\nwant %v", flat, want)
 	}
-	// The wall total is the sum of the incidents' roots: self times add
-	// up to the trees' costs.
-	if total != 1210+910+5020 {
-		t.Errorf("total wall %d, want %d", total, 1210+910+5020)
+	// The wall total is the sum of the incidents' roots and of the
+	// goroutine (400 ms) that ran beside its parent: self times add up to
+	// the time of every goroutine of the trees.
+	if total != 1210+910+5020+400 {
+		t.Errorf("total wall %d, want %d", total, 1210+910+5020+400)
 	}
 	if got, want := paths["example.com/shop.price"], "example.com/shop.price < go example.com/shop.fetchPrices.func1 < example.com/shop.ordersHandler < DISPATCH GET /orders NORMAL 12|"; got != want {
 		t.Errorf("path %q, want %q", got, want)

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"time"
 )
 
@@ -70,7 +71,7 @@ type config struct {
 }
 
 func newMux(cfg config) *http.ServeMux {
-	svc := &orderService{repo: &orderRepo{db: &dbClient{delay: cfg.dbDelay}}, pricing: &pricer{delay: cfg.pricingDelay}}
+	svc := &orderService{repo: &orderRepo{db: &dbClient{delay: cfg.dbDelay}}, pricing: &pricer{delay: cfg.pricingDelay}, audit: &auditLog{delay: 100 * time.Millisecond}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"status": "ok"})
@@ -107,15 +108,36 @@ type item struct {
 type orderService struct {
 	repo    *orderRepo
 	pricing *pricer
+	audit   *auditLog
 }
 
 func (s *orderService) checkout(ctx context.Context, id string) (*order, error) {
+	logged := make(chan struct{})
+	go s.audit.record(id, logged) // meanwhile
 	o, err := s.repo.load(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("checkout %s: %w", id, err)
 	}
 	o.Total = s.pricing.total(o.Items)
+	<-logged
 	return o, nil
+}
+
+// auditLog stands for a write to an audit service, made while the order
+// loads.
+type auditLog struct {
+	delay time.Duration
+	mu    sync.Mutex
+	lines []string
+}
+
+func (a *auditLog) record(id string, done chan<- struct{}) {
+	defer close(done)
+	line := "checkout " + id
+	time.Sleep(a.delay)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lines = append(a.lines[max(len(a.lines)-99, 0):], line)
 }
 
 type orderRepo struct{ db *dbClient }

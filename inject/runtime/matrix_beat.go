@@ -72,6 +72,16 @@ type matrixRing struct {
 	outer unsafe.Pointer
 	frame uintptr
 	state uint32
+
+	kids    uint32
+	root    unsafe.Pointer
+	list    unsafe.Pointer
+	begin   uint64
+	end     uint64
+	maxKids uint32
+	lost    uint32
+	seq     uint32
+	refs    uint32
 }
 
 // The view must match abi.Ring field for field: an array length that is
@@ -87,6 +97,24 @@ var (
 	_ [matrixRingFrameOffset - unsafe.Offsetof(matrixRing{}.frame)]struct{}
 	_ [unsafe.Offsetof(matrixRing{}.state) - matrixRingStateOffset]struct{}
 	_ [matrixRingStateOffset - unsafe.Offsetof(matrixRing{}.state)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.kids) - matrixRingKidsOffset]struct{}
+	_ [matrixRingKidsOffset - unsafe.Offsetof(matrixRing{}.kids)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.root) - matrixRingRootOffset]struct{}
+	_ [matrixRingRootOffset - unsafe.Offsetof(matrixRing{}.root)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.list) - matrixRingListOffset]struct{}
+	_ [matrixRingListOffset - unsafe.Offsetof(matrixRing{}.list)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.begin) - matrixRingBeginOffset]struct{}
+	_ [matrixRingBeginOffset - unsafe.Offsetof(matrixRing{}.begin)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.end) - matrixRingEndOffset]struct{}
+	_ [matrixRingEndOffset - unsafe.Offsetof(matrixRing{}.end)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.maxKids) - matrixRingMaxKidsOffset]struct{}
+	_ [matrixRingMaxKidsOffset - unsafe.Offsetof(matrixRing{}.maxKids)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.lost) - matrixRingLostOffset]struct{}
+	_ [matrixRingLostOffset - unsafe.Offsetof(matrixRing{}.lost)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.seq) - matrixRingSeqOffset]struct{}
+	_ [matrixRingSeqOffset - unsafe.Offsetof(matrixRing{}.seq)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.refs) - matrixRingRefsOffset]struct{}
+	_ [matrixRingRefsOffset - unsafe.Offsetof(matrixRing{}.refs)]struct{}
 	_ [unsafe.Sizeof(matrixRing{}) - matrixRingSize]struct{}
 	_ [matrixRingSize - unsafe.Sizeof(matrixRing{})]struct{}
 )
@@ -528,6 +556,13 @@ func matrixPark(reason waitReason) {
 	if r == matrixStartup || gp.matrixState != matrixStNone {
 		return
 	}
+	if r.root != nil && atomic.Load(&(*matrixRing)(r.root).state) != matrixRingRunning {
+		// A goroutine started inside a dispatch that has ended stops
+		// recording when it first blocks: its ring goes back.
+		gp.matrixBeat = nil
+		matrixKidDone(r)
+		return
+	}
 	var pcs [matrixExtMaxPCs + 8]uintptr
 	n := callers(2, pcs[:]) // gopark's caller and up
 	i := 0
@@ -625,6 +660,12 @@ func matrixGoexit(gp *g) {
 	gp.matrixBeat = nil
 	gp.matrixState, gp.matrixSys = matrixStNone, 0
 	for r != nil && r != matrixStartup {
+		if r.root != nil {
+			// A goroutine started inside a dispatch: its ring, the
+			// outermost of its chain, is done.
+			matrixKidDone(r)
+			return
+		}
 		if atomic.Cas(&r.state, matrixRingRunning, matrixRingAbandoned) {
 			atomic.Xadd(&matrixAbandonedN, 1)
 		}
@@ -636,3 +677,156 @@ func matrixGoexit(gp *g) {
 //
 //go:linkname matrixWaitReason
 func matrixWaitReason(r uint8) string { return waitReason(r).String() }
+
+// Goroutines started inside a dispatch. A goroutine that a recording
+// goroutine starts gets a ring of its own (a child ring, abi.Ring.Root set)
+// and records into it until it exits, or, once its dispatch has ended,
+// until it first blocks. The dispatch lists its child rings (abi.Ring.List),
+// and the starting goroutine's ring gets an abi.ExtGo record that names the
+// child, so that a reader can put the child's tree under the function that
+// started it. The number of child rings is bounded per dispatch
+// (abi.Ring.MaxKids) and for the process (matrixKidLimit); a goroutine
+// beyond either is counted (abi.Ring.Lost) and does not record.
+var (
+	matrixKidLock  mutex
+	matrixKidFree  *matrixRing // child rings to reuse, linked by outer
+	matrixKidSize  uint64      // records per child ring, a power of two
+	matrixKidLimit uint32      // child rings the process may hold
+	matrixKidLive  uint32      // child rings held (not on the free list)
+)
+
+// matrixSetKids sizes child rings (records, a power of two) and bounds how
+// many the process holds at once; beat sets it when it starts.
+//
+//go:linkname matrixSetKids
+func matrixSetKids(size uint64, limit uint32) {
+	lock(&matrixKidLock)
+	matrixKidSize = size
+	atomic.Store(&matrixKidLimit, limit)
+	unlock(&matrixKidLock)
+}
+
+// matrixSpawn runs in newproc1, on the system stack, when the recording
+// goroutine gp starts newg with the function at entry pc fn: newg gets a
+// child ring, and gp's ring a record of the start.
+func matrixSpawn(gp, newg *g, fn uintptr) {
+	r := (*matrixRing)(gp.matrixBeat)
+	if r == matrixStartup || newg == nil {
+		return
+	}
+	root := r
+	if r.root != nil {
+		root = (*matrixRing)(r.root)
+	}
+	if atomic.Load(&root.state) != matrixRingRunning || root.maxKids == 0 {
+		return
+	}
+	seq := atomic.Xadd(&root.kids, 1)
+	if seq > root.maxKids {
+		atomic.Xadd(&root.lost, 1)
+		return
+	}
+	c := matrixKidGet()
+	if c == nil {
+		atomic.Xadd(&root.lost, 1)
+		return
+	}
+	now := matrixClk.now
+	c.n, c.outer, c.frame, c.state = 0, nil, 0, matrixRingRunning
+	c.root, c.seq, c.begin, c.refs = unsafe.Pointer(root), seq, now, 2
+	atomic.Store64(&c.end, 0)
+	// Goroutines of one dispatch start on several threads at once, and
+	// the dispatch may end meanwhile (matrixKidsDetach).
+	lock(&matrixKidLock)
+	ok := atomic.Load(&root.state) == matrixRingRunning
+	if ok {
+		c.list = root.list
+		atomicstorep(unsafe.Pointer(&root.list), unsafe.Pointer(c))
+	}
+	unlock(&matrixKidLock)
+	if !ok {
+		c.refs = 1
+		matrixKidRelease(unsafe.Pointer(c))
+		return
+	}
+	matrixExtStart(r, now, matrixExtGo, 0, matrixExtGoWords)
+	matrixPut(r, uint64(fn))
+	matrixPut(r, uint64(seq))
+	matrixExtEnd(r, now)
+	newg.matrixBeat = unsafe.Pointer(c)
+	newg.matrixState, newg.matrixSys = matrixStNone, 0
+}
+
+// matrixKidGet returns a child ring to record into, or nil when the process
+// holds as many as it may.
+func matrixKidGet() *matrixRing {
+	if atomic.Xadd(&matrixKidLive, 1) > atomic.Load(&matrixKidLimit) {
+		atomic.Xadd(&matrixKidLive, -1)
+		return nil
+	}
+	lock(&matrixKidLock)
+	size := matrixKidSize
+	c := matrixKidFree
+	for c != nil && c.mask+1 != size {
+		c = (*matrixRing)(c.outer) // sized before a restart: let it go
+	}
+	if c != nil {
+		matrixKidFree = (*matrixRing)(c.outer)
+	} else {
+		matrixKidFree = nil
+	}
+	unlock(&matrixKidLock)
+	if c == nil {
+		if size == 0 {
+			atomic.Xadd(&matrixKidLive, -1)
+			return nil
+		}
+		buf := make([]uint64, size)
+		c = &matrixRing{buf: unsafe.Pointer(&buf[0]), mask: size - 1}
+	}
+	return c
+}
+
+// matrixKidDone is called when the goroutine of child ring c stops
+// recording into it: it notes when, and lets the ring go.
+func matrixKidDone(c *matrixRing) {
+	atomic.Store64(&c.end, max(matrixClk.now, c.begin))
+	atomic.Store(&c.state, matrixRingEnded)
+	matrixKidRelease(unsafe.Pointer(c))
+}
+
+// matrixKidsLive returns how many child rings the process holds.
+//
+//go:linkname matrixKidsLive
+func matrixKidsLive() uint32 { return atomic.Load(&matrixKidLive) }
+
+// matrixKidsDetach takes the list of child rings off the ring of a
+// dispatch that has ended, for beat to release them: a goroutine that
+// starts inside the dispatch afterwards gets none.
+//
+//go:linkname matrixKidsDetach
+func matrixKidsDetach(p unsafe.Pointer) unsafe.Pointer {
+	r := (*matrixRing)(p)
+	lock(&matrixKidLock)
+	l := r.list
+	atomicstorep(unsafe.Pointer(&r.list), nil)
+	unlock(&matrixKidLock)
+	return l
+}
+
+// matrixKidRelease drops one holder of child ring c; the last one puts it
+// on the free list. beat drops the dispatch's hold when the dispatch's
+// records are no longer read.
+//
+//go:linkname matrixKidRelease
+func matrixKidRelease(p unsafe.Pointer) {
+	c := (*matrixRing)(p)
+	if atomic.Xadd(&c.refs, -1) != 0 {
+		return
+	}
+	lock(&matrixKidLock)
+	c.outer = unsafe.Pointer(matrixKidFree)
+	matrixKidFree = c
+	unlock(&matrixKidLock)
+	atomic.Xadd(&matrixKidLive, -1)
+}

@@ -1,7 +1,7 @@
 // Package abi is the one definition of the contract between the code
 // matrixexec adds to a program and the code that reads what it recorded:
 // the packed record layout, the reserved function ids, the extended
-// records of waits (see below), the ring header the runtime writes through, the recording flag's padding, the name table of
+// records of waits and goroutines (see below), the ring header the runtime writes through, the recording flag's padding, the name table of
 // an instrumented package, the dispatch kinds and the version of all of it.
 //
 // Every side takes these values from here. The recorder's runtime file and
@@ -39,6 +39,19 @@
 //	X(end@452)                     Pack(false, ExtID, 452)
 //	o(7@452)                       Pack(false, 7, 452)
 //
+// A goroutine started by a recording goroutine gets a child ring (see
+// Ring.Root) and is noted in the starter's ring by an ExtGo start record
+// with a payload of ExtGoWords words and an end record of the same time:
+//
+//	X(start@100)                   Pack(true, ExtID, 100)
+//	  payload                      PackExt(ExtGo, 0, ExtGoWords)
+//	  payload                      entry pc of the goroutine's function
+//	  payload                      the goroutine's number (Ring.Seq)
+//	X(end@100)                     Pack(false, ExtID, 100)
+//
+// A reader puts the child ring's records between the payload and the end
+// record, whose time becomes the goroutine's end (Ring.End).
+//
 // The reason is the runtime's own waitReason of the release the program
 // was built with; only that program's runtime can name it (the beat
 // package asks it: "sleep", "chan receive", "sync.Mutex.Lock", …).
@@ -56,7 +69,7 @@ import (
 // whose matrix module (beat, the tracers) was written for another version:
 // the runtime it patches and the recorder it links must agree on every
 // value below. Bump it whenever a value or a linkname signature changes.
-const Version = 3
+const Version = 4
 
 // Record layout: one packed 64-bit word per event, the layout of Matrix's
 // AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
@@ -100,6 +113,20 @@ const (
 	// ExtRunnable is time spent runnable but not running: waiting for a
 	// CPU after a wake-up, a preemption or a system call.
 	ExtRunnable = 3
+	// ExtGo is a goroutine started by the recording goroutine: a start
+	// record and an end record of the same time around a payload of
+	// ExtGoWords words, the started function's entry program counter and
+	// the goroutine's number in its dispatch (Ring.Seq). The goroutine
+	// records into a ring of its own (see Ring.Root); a reader splices
+	// those records between the start and the end record, and gives the
+	// end record the time the goroutine exited.
+	ExtGo = 4
+	// ExtGoWords is the number of payload words of an ExtGo start record.
+	ExtGoWords = 2
+	// ExtGoRunning is the reason a reader gives an ExtGo start record
+	// when the goroutine was still running when the records were copied
+	// (the runtime writes 0).
+	ExtGoRunning = 1
 )
 
 // Payload layout of an extended start record.
@@ -173,6 +200,41 @@ type Ring struct {
 	// State is RingRunning, RingEnded or RingAbandoned; it is written with
 	// atomic stores.
 	State uint32
+
+	// The fields below are about goroutines started inside a dispatch: a
+	// goroutine started by a goroutine that records into a dispatch gets
+	// a ring of its own (a child ring) and records into it until it exits.
+
+	// Kids counts the goroutines started inside the dispatch (on its own
+	// ring), those not recorded included; atomic.
+	Kids uint32
+	// Root is, on a child ring, the ring of the dispatch it records for;
+	// nil on any other ring.
+	Root unsafe.Pointer
+	// List heads, on a dispatch's ring, the list of its child rings, the
+	// newest first; on a child ring it links to the next older one. A
+	// child ring is never taken off the list of its dispatch.
+	List unsafe.Pointer
+	// Begin is, on a child ring, the record time the goroutine was
+	// started at.
+	Begin uint64
+	// End is, on a child ring, the record time the goroutine exited or
+	// stopped recording at; 0 while it records. Atomic.
+	End uint64
+	// MaxKids is, on a dispatch's ring, the most goroutines started
+	// inside it that get a child ring; set when it begins.
+	MaxKids uint32
+	// Lost counts, on a dispatch's ring, the goroutines started inside
+	// it that did not get a child ring (beyond MaxKids, or every child
+	// ring of the process in use); atomic.
+	Lost uint32
+	// Seq is, on a child ring, the goroutine's number in its dispatch
+	// (1 for the first one started).
+	Seq uint32
+	// Refs counts, on a child ring, its two holders, the goroutine and
+	// the dispatch (until its records are no longer read); the runtime
+	// reuses it when both have let it go. Atomic.
+	Refs int32
 }
 
 // Ring states.
@@ -185,12 +247,21 @@ const (
 // Offsets of Ring's fields and its size, rendered into the runtime file,
 // which checks its own view of the ring against them when it compiles.
 const (
-	RingMaskOffset  = unsafe.Offsetof(Ring{}.Mask)
-	RingNOffset     = unsafe.Offsetof(Ring{}.N)
-	RingOuterOffset = unsafe.Offsetof(Ring{}.Outer)
-	RingFrameOffset = unsafe.Offsetof(Ring{}.Frame)
-	RingStateOffset = unsafe.Offsetof(Ring{}.State)
-	RingSize        = unsafe.Sizeof(Ring{})
+	RingMaskOffset    = unsafe.Offsetof(Ring{}.Mask)
+	RingNOffset       = unsafe.Offsetof(Ring{}.N)
+	RingOuterOffset   = unsafe.Offsetof(Ring{}.Outer)
+	RingFrameOffset   = unsafe.Offsetof(Ring{}.Frame)
+	RingStateOffset   = unsafe.Offsetof(Ring{}.State)
+	RingKidsOffset    = unsafe.Offsetof(Ring{}.Kids)
+	RingRootOffset    = unsafe.Offsetof(Ring{}.Root)
+	RingListOffset    = unsafe.Offsetof(Ring{}.List)
+	RingBeginOffset   = unsafe.Offsetof(Ring{}.Begin)
+	RingEndOffset     = unsafe.Offsetof(Ring{}.End)
+	RingMaxKidsOffset = unsafe.Offsetof(Ring{}.MaxKids)
+	RingLostOffset    = unsafe.Offsetof(Ring{}.Lost)
+	RingSeqOffset     = unsafe.Offsetof(Ring{}.Seq)
+	RingRefsOffset    = unsafe.Offsetof(Ring{}.Refs)
+	RingSize          = unsafe.Sizeof(Ring{})
 )
 
 // The recording flag (runtime.matrixOn) is a uint32 alone on its cache
@@ -275,19 +346,34 @@ const (
 	matrixRingOuterOffset = %d
 	matrixRingFrameOffset = %d
 	matrixRingStateOffset = %d
+	matrixRingKidsOffset  = %d
+	matrixRingRootOffset  = %d
+	matrixRingListOffset  = %d
+	matrixRingBeginOffset = %d
+	matrixRingEndOffset   = %d
+	matrixRingMaxKidsOffset = %d
+	matrixRingLostOffset  = %d
+	matrixRingSeqOffset   = %d
+	matrixRingRefsOffset  = %d
 	matrixRingSize       = %d
 	matrixRingRunning    = %d
+	matrixRingEnded      = %d
 	matrixRingAbandoned  = %d
 	matrixExtID          = %d
 	matrixExtWait        = %d
 	matrixExtSyscall     = %d
 	matrixExtRunnable    = %d
+	matrixExtGo          = %d
+	matrixExtGoWords     = %d
 	matrixExtKindShift   = %d
 	matrixExtReasonShift = %d
 	matrixExtMaxPCs      = %d
 )
 `, Version, EnterBit, IDShift, IDMask, TimeMask, DispatchID, StartupRingSize,
 		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset,
-		RingOuterOffset, RingFrameOffset, RingStateOffset, RingSize, RingRunning, RingAbandoned,
-		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtKindShift, ExtReasonShift, ExtMaxPCs)
+		RingOuterOffset, RingFrameOffset, RingStateOffset,
+		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
+		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset,
+		RingSize, RingRunning, RingEnded, RingAbandoned,
+		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtKindShift, ExtReasonShift, ExtMaxPCs)
 }

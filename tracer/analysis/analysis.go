@@ -219,7 +219,8 @@ type done struct {
 // and the first item has depth 0.
 //
 // Extended records (waits, system calls, runnable time; see Ext) take part
-// as leaves with the id Ext: a start record opens one like an enter, its
+// as leaves with the id Ext, and goroutines (ExtGo) as items with the id
+// Ext whose children are the records spliced between their start and end: a start record opens one like an enter, its
 // payload words are skipped by their count, and an end record closes the
 // open interval like an exit. Consecutive intervals fold only when they
 // are of the same kind, reason and program counters, also across one
@@ -603,10 +604,11 @@ func stackKeyIndex(items []Item, cost int64) int {
 
 // selfKeyIndex is the stack key's winner of a tree with intervals: the
 // item with the largest self time (its cost less its children's; an
-// interval's is its cost), the first on ties, a Dispatch only when nothing
+// interval's is its cost; a goroutine's time is not its parent's), the
+// first on ties, a Dispatch only when nothing
 // else has any. A call that spent its time blocked thus yields the wait
 // it blocked in, and a call that ran yields itself.
-func selfKeyIndex(items []Item) int {
+func selfKeyIndex(items []Item, exts []*Interval) int {
 	self := make([]int64, len(items))
 	var st []int // indices of the open ancestors
 	for i, it := range items {
@@ -614,7 +616,7 @@ func selfKeyIndex(items []Item) int {
 			st = st[:len(st)-1]
 		}
 		self[i] = max(it.Cost, 0)
-		if len(st) > 0 {
+		if len(st) > 0 && !(i < len(exts) && exts[i].Concurrent()) {
 			p := st[len(st)-1]
 			self[p] = max(self[p]-max(it.Cost, 0), 0)
 		}
@@ -722,7 +724,7 @@ func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
 		res.Key = strconv.FormatUint(uint64(items[res.KeyIndex].ID), 10) + "|"
 		return res
 	}
-	k := selfKeyIndex(items)
+	k := selfKeyIndex(items, exts)
 	res.KeyIndex = k
 	if x := exts[k]; x != nil {
 		res.Key = strconv.FormatUint(uint64(parentID(items, k)), 10) + "|" + x.label() + "|"

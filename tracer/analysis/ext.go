@@ -19,6 +19,12 @@ const (
 	ExtWait     = abi.ExtWait     // a park, with the runtime's wait reason
 	ExtSyscall  = abi.ExtSyscall  // a blocking system call
 	ExtRunnable = abi.ExtRunnable // runnable, waiting for a CPU
+	// ExtGo is a goroutine the dispatch started: its records follow the
+	// payload, its item's children are its calls and waits, and its cost
+	// is its wall time from the go statement to its exit. It runs beside
+	// its parent, so its cost is not part of its parent's: it may exceed
+	// the parent's, and it does not lessen the parent's self time.
+	ExtGo = abi.ExtGo
 )
 
 // An Interval describes the interval of an item with the id Ext.
@@ -31,6 +37,8 @@ type Interval struct {
 	Reason uint8
 	// PCs are the program counters where the goroutine blocked, innermost
 	// first, as runtime.Callers returns them (runtime frames left out).
+	// For ExtGo they are the entry of the goroutine's function and the
+	// goroutine's number in its dispatch.
 	PCs []uint64
 }
 
@@ -54,9 +62,13 @@ func decodeExt(payload []Record) (*Interval, int) {
 }
 
 // same reports whether two intervals (nil for calls) fold together.
+// Goroutines never do.
 func (x *Interval) same(y *Interval) bool {
 	if x == nil || y == nil {
 		return x == y
+	}
+	if x.Kind == ExtGo || y.Kind == ExtGo {
+		return false // goroutines ran side by side: their times do not add up
 	}
 	return x.Kind == y.Kind && x.Reason == y.Reason && slices.Equal(x.PCs, y.PCs)
 }
@@ -70,12 +82,18 @@ func (x *Interval) KindName() string {
 		return "syscall"
 	case ExtRunnable:
 		return "runnable"
+	case ExtGo:
+		return "goroutine"
 	}
 	return "ext" + strconv.Itoa(int(x.Kind))
 }
 
+// Concurrent reports whether the item of this interval runs beside its
+// parent (a goroutine) rather than inside its time; false for nil.
+func (x *Interval) Concurrent() bool { return x != nil && x.Kind == ExtGo }
+
 // label is the interval in a stack key without names: "wait:<reason>",
-// "syscall" or "runnable".
+// "syscall", "runnable" or "goroutine".
 func (x *Interval) label() string {
 	if x.Kind == ExtWait {
 		return "wait:" + strconv.Itoa(int(x.Reason))

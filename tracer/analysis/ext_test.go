@@ -206,3 +206,63 @@ func TestParseExtEvents(t *testing.T) {
 		}
 	}
 }
+
+func TestGoroutineTree(t *testing.T) {
+	// Function 7 starts two goroutines and returns after 10 ms; the
+	// dispatch waits for them (reason 9) until 320. Goroutine 1 runs
+	// function 8 for 300 ms, goroutine 2 blocks for 200 ms in function 9
+	// (its records as a reader splices them in, after the start's
+	// payload).
+	rs := events(t, `
+i D 0
+i 7 0
+g 2 1 0x100
+i 8 3
+o 8 303
+e 304
+g 5 2 0x100
+i 9 5
+w 4 6 0x10
+e 206
+o 9 206
+e 206
+o 7 10
+w 9 10
+e 320
+o D 320
+`)
+	res := Analyze(rs, Strict, 0, 320)
+	want := []Item{{0, Dispatch, 1, 320}, {1, 7, 1, 10}, {2, Ext, 1, 302}, {3, 8, 1, 300}, {2, Ext, 1, 201}, {3, 9, 1, 201}, {4, Ext, 1, 200}, {1, Ext, 1, 310}}
+	if !reflect.DeepEqual(res.Items, want) {
+		t.Fatalf("items %v, want %v", res.Items, want)
+	}
+	g1 := &Interval{Kind: ExtGo, PCs: []uint64{0x100, 1}}
+	if !reflect.DeepEqual(res.Exts[2], g1) || res.Exts[4].Kind != ExtGo || res.Exts[7].Kind != ExtWait {
+		t.Fatalf("intervals %v", res.Exts)
+	}
+	if res.Starts[2] != 2 || res.Starts[4] != 5 {
+		t.Errorf("goroutines start at %d and %d ms, want 2 and 5", res.Starts[2], res.Starts[4])
+	}
+	// The goroutines' time is not function 7's: the dispatch's wait has
+	// the largest self time (310 ms), before goroutine 1's call of 8
+	// (300 ms).
+	if res.Key != "1048574|wait:9|" || res.KeyIndex != 7 {
+		t.Errorf("key %q (index %d), want 1048574|wait:9| (7)", res.Key, res.KeyIndex)
+	}
+	checkNesting(t, "goroutines", res.Items, res.Exts)
+	// Goroutines of the same function never fold, even with no records.
+	rs = events(t, `
+i D 0
+i 7 0
+g 1 1 0x100
+e 50
+g 1 2 0x100
+e 60
+o 7 70
+o D 70
+`)
+	items := Items(rs, Strict, 0)
+	if want := []Item{{0, Dispatch, 1, 70}, {1, 7, 1, 70}, {2, Ext, 1, 49}, {2, Ext, 1, 59}}; !reflect.DeepEqual(items, want) {
+		t.Errorf("items %v, want %v", items, want)
+	}
+}

@@ -3,6 +3,8 @@ package analysis
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // extRecords turns fuzz bytes into a record sequence that mixes calls,
@@ -36,6 +38,8 @@ func extRecords(data []byte) []Record {
 			out = append(out, ExtStart(ExtRunnable, 0, now)...)
 		case op == 13 || op == 14:
 			out = append(out, ExtEnd(now))
+		case b1&1 == 1:
+			out = append(out, MakeRecord(true, Ext, now), Record(abi.PackExt(ExtGo, b1>>7, abi.ExtGoWords)), Record(b1), Record(b1>>1))
 		default:
 			out = append(out, Record(uint64(b1)<<56|now)) // a stray word of another id
 		}
@@ -47,7 +51,9 @@ func extRecords(data []byte) []Record {
 }
 
 // checkNesting fails if a node's children together cost more than it.
-func checkNesting(t *testing.T, what string, items []Item) {
+// Goroutines (exts[i].Concurrent()) ran beside their parent: they are not
+// part of its cost, and only their own children are checked.
+func checkNesting(t *testing.T, what string, items []Item, exts []*Interval) {
 	t.Helper()
 	type open struct {
 		i    int
@@ -68,7 +74,7 @@ func checkNesting(t *testing.T, what string, items []Item) {
 			t.Fatalf("%s: negative cost in %v", what, it)
 		}
 		pop(it.Depth)
-		if len(st) > 0 {
+		if len(st) > 0 && !(i < len(exts) && exts[i].Concurrent()) {
 			st[len(st)-1].kids += it.Cost
 		}
 		st = append(st, open{i: i})
@@ -80,6 +86,7 @@ func FuzzAnalyzeExt(f *testing.F) {
 	f.Add([]byte{8, 0, 0, 1, 10, 0x4a, 13, 3, 12, 0, 13, 1, 4, 2, 9, 0})
 	f.Add([]byte{8, 0, 0, 1, 1, 1, 10, 0xc1, 11, 2, 14, 3, 5, 1, 4, 1, 9, 0, 3})
 	f.Add([]byte{8, 0, 10, 0xff, 10, 0x80, 13, 5, 15, 200, 9, 1})
+	f.Add([]byte{8, 0, 0, 1, 15, 3, 1, 1, 10, 0x42, 13, 7, 5, 2, 13, 4, 4, 1, 15, 5, 13, 0, 9, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs := extRecords(data)
 		for _, mode := range []Mode{Strict, NonStrict} {
@@ -92,10 +99,10 @@ func FuzzAnalyzeExt(f *testing.F) {
 					t.Fatalf("item %d %v with interval %v", i, it, exts)
 				}
 			}
-			checkNesting(t, "items", items)
+			checkNesting(t, "items", items, exts)
 			res := Analyze(rs, mode, 50, 10)
 			checkResult(t, "ext", items, res)
-			checkNesting(t, "trimmed", res.Items)
+			checkNesting(t, "trimmed", res.Items, res.Exts)
 			if res.KeyIndex >= len(res.Items) || (res.KeyIndex < 0) != (len(res.Items) == 0) {
 				t.Fatalf("key index %d of %d items", res.KeyIndex, len(res.Items))
 			}

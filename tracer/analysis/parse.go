@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // ParseEvents reads the text event format, one record per line:
@@ -18,7 +20,11 @@ import (
 //	                        code; pc: where it blocked, 0x-hex, innermost first)
 //	s <ms>                  a blocking system call starts
 //	r <ms>                  the goroutine becomes runnable (waits for a CPU)
-//	e <ms>                  the open wait, system call or runnable time ends
+//	g <ms> <n> [fn]         goroutine number n starts (fn: the entry of its
+//	                        function, 0x-hex); its records follow, and the
+//	                        e record after them is its exit
+//	e <ms>                  the open wait, system call, runnable time or
+//	                        goroutine ends
 //	0                       an empty buffer slot (skipped)
 //
 // id is a decimal number in 1..Dispatch or "D" for Dispatch; ms is
@@ -56,6 +62,8 @@ func appendEvent(recs []Record, line string) ([]Record, error) {
 		switch f[0] {
 		case "w", "s", "r", "e":
 			return appendExtEvent(recs, f)
+		case "g":
+			return appendGoEvent(recs, f)
 		}
 	}
 	rec, ok, err := parseEvent(f, line)
@@ -103,6 +111,29 @@ func appendExtEvent(recs []Record, f []string) ([]Record, error) {
 	return append(recs, ExtStart(ExtWait, uint8(reason), ms, pcs...)...), nil
 }
 
+// appendGoEvent parses the fields of a g line.
+func appendGoEvent(recs []Record, f []string) ([]Record, error) {
+	if len(f) != 3 && len(f) != 4 {
+		return recs, errors.New(`want "g <ms> <n> [0x<fn>]"`)
+	}
+	ms, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil || ms > MaxTime {
+		return recs, fmt.Errorf("invalid time %q: want a decimal number of ms in 0..%d", f[1], uint64(MaxTime))
+	}
+	n, err := strconv.ParseUint(f[2], 10, 32)
+	if err != nil || n == 0 {
+		return recs, fmt.Errorf("invalid goroutine number %q: want a decimal number in 1..%d", f[2], uint32(1<<32-1))
+	}
+	var fn uint64
+	if len(f) == 4 {
+		fn, err = strconv.ParseUint(strings.TrimPrefix(f[3], "0x"), 16, 64)
+		if err != nil || !strings.HasPrefix(f[3], "0x") {
+			return recs, fmt.Errorf("invalid function entry %q: want a 0x-hex number", f[3])
+		}
+	}
+	return append(recs, MakeRecord(true, Ext, ms), Record(abi.PackExt(ExtGo, 0, abi.ExtGoWords)), Record(fn), Record(n)), nil
+}
+
 // parseEvent parses the fields of an i, o or 0 line; ok is false for a
 // line that holds no record.
 func parseEvent(f []string, line string) (rec Record, ok bool, err error) {
@@ -112,7 +143,7 @@ func parseEvent(f []string, line string) (rec Record, ok bool, err error) {
 	case len(f) == 1 && f[0] == "0":
 		return 0, false, nil
 	case len(f) != 3:
-		return 0, false, fmt.Errorf("want \"i <id> <ms>\", \"o <id> <ms>\", \"w <reason> <ms>\", \"s <ms>\", \"r <ms>\", \"e <ms>\" or \"0\", got %q", strings.TrimSpace(line))
+		return 0, false, fmt.Errorf("want \"i <id> <ms>\", \"o <id> <ms>\", \"w <reason> <ms>\", \"s <ms>\", \"r <ms>\", \"g <ms> <n>\", \"e <ms>\" or \"0\", got %q", strings.TrimSpace(line))
 	}
 	var enter bool
 	switch f[0] {
@@ -120,7 +151,7 @@ func parseEvent(f []string, line string) (rec Record, ok bool, err error) {
 		enter = true
 	case "o":
 	default:
-		return 0, false, fmt.Errorf("unknown event %q: want i (enter), o (exit), w (wait), s (system call), r (runnable) or e (end)", f[0])
+		return 0, false, fmt.Errorf("unknown event %q: want i (enter), o (exit), w (wait), s (system call), r (runnable), g (goroutine) or e (end)", f[0])
 	}
 	var id uint64
 	if f[1] == "D" {

@@ -1,0 +1,256 @@
+package beat
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matrixgo/matrix/internal/abi"
+	"github.com/matrixgo/matrix/tracer/analysis"
+)
+
+// kidObserver keeps the analysis of every dispatch that ends.
+type kidObserver struct {
+	mu   sync.Mutex
+	res  map[string]analysis.Result
+	exts map[string][]*analysis.Interval // of the untrimmed tree
+}
+
+func (o *kidObserver) DispatchBegin(*Dispatch) {}
+func (o *kidObserver) DispatchEnd(d *Dispatch) {
+	var rs []analysis.Record
+	for _, r := range d.Records(nil) {
+		rs = append(rs, analysis.Record(r))
+	}
+	res := analysis.Analyze(rs, analysis.Strict, d.EndMs(), 0)
+	_, exts := analysis.ItemsExt(rs, analysis.Strict, d.EndMs())
+	o.mu.Lock()
+	o.res[d.Name()] = res
+	o.exts[d.Name()] = exts
+	o.mu.Unlock()
+}
+
+func observeKids(t *testing.T, cfg Config) *kidObserver {
+	t.Helper()
+	if err := Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	o := &kidObserver{res: map[string]analysis.Result{}, exts: map[string][]*analysis.Interval{}}
+	AddObserver(o)
+	t.Cleanup(func() { RemoveObserver(o); Stop() })
+	return o
+}
+
+// goroutines returns the indices of the goroutine items of res.
+func goroutines(res analysis.Result) []int { return goroutineItems(res.Exts) }
+
+// goroutineItems returns the indices of the goroutine intervals in exts.
+func goroutineItems(exts []*analysis.Interval) []int {
+	var out []int
+	for i, x := range exts {
+		if x != nil && x.Kind == analysis.ExtGo {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// TestGoroutinesRecordIntoTheirDispatch: goroutines a dispatch starts
+// record into it, each under the function that started it, with its own
+// calls and its wall time.
+func TestGoroutinesRecordIntoTheirDispatch(t *testing.T) {
+	requireLinked(t)
+	o := observeKids(t, Config{})
+	before := ReadStats()
+	Run("fan", func() {
+		Enter(7)
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				Enter(8)
+				time.Sleep(50 * time.Millisecond)
+				Exit(8)
+			}()
+		}
+		wg.Wait()
+		Exit(7)
+	})
+	res := o.res["fan"]
+	gs := goroutines(res)
+	if len(gs) != 3 {
+		t.Fatalf("%d goroutine items, want 3:\n%s", len(gs), res.Stack)
+	}
+	for _, g := range gs {
+		it := res.Items[g]
+		// Under function 7, with a call of 8 as long as the sleep.
+		if p := parentItem(res.Items, g); it.Depth != 2 || p < 0 || res.Items[p].ID != 7 {
+			t.Errorf("goroutine item %d %v not under function 7:\n%s", g, it, res.Stack)
+		}
+		if c := childItem(res.Items, g, 8); c < 0 || res.Items[c].Cost < 45 || it.Cost < res.Items[c].Cost {
+			t.Errorf("goroutine item %d %v lacks its 50 ms call of 8:\n%s", g, it, res.Stack)
+		}
+		if x := res.Exts[g]; len(x.PCs) != abi.ExtGoWords || x.PCs[0] == 0 {
+			t.Errorf("goroutine interval %+v", x)
+		}
+	}
+	s := ReadStats()
+	if s.Children-before.Children != 3 || s.ChildrenLost != before.ChildrenLost {
+		t.Errorf("stats before %+v, after %+v", before, s)
+	}
+	// The goroutines have exited (wg.Wait returns before they do): their
+	// buffers go back.
+	waitFor(t, "the child buffers to go back", func() bool { return ReadStats().ChildBuffers == before.ChildBuffers })
+}
+
+// parentItem returns the index of the parent of pre-order item i, -1 for
+// none.
+func parentItem(items []analysis.Item, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if items[j].Depth < items[i].Depth {
+			return j
+		}
+	}
+	return -1
+}
+
+// childItem returns the index of the child of item i with the given id,
+// -1 for none.
+func childItem(items []analysis.Item, i int, id uint32) int {
+	for j := i + 1; j < len(items) && items[j].Depth > items[i].Depth; j++ {
+		if items[j].Depth == items[i].Depth+1 && items[j].ID == id {
+			return j
+		}
+	}
+	return -1
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGoroutineOutlivesItsDispatch: the dispatch's end does not wait for
+// a goroutine it started; its tree so far is in the report, marked
+// running, and counted. Once blocked after the end, the goroutine stops
+// recording and its buffer goes back.
+func TestGoroutineOutlivesItsDispatch(t *testing.T) {
+	requireLinked(t)
+	o := observeKids(t, Config{})
+	before := ReadStats()
+	started, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	Run("outlive", func() {
+		go func() {
+			Enter(9)
+			close(started)
+			<-release
+			Exit(9)
+			close(done)
+		}()
+		<-started
+	})
+	res := o.res["outlive"]
+	gs := goroutines(res)
+	if len(gs) != 1 || res.Exts[gs[0]].Reason != abi.ExtGoRunning {
+		t.Fatalf("goroutine items %v of %v, want one marked running:\n%s", gs, res.Exts, res.Stack)
+	}
+	if childItem(res.Items, gs[0], 9) < 0 {
+		t.Errorf("the running goroutine's open call of 9 is not in the tree:\n%s", res.Stack)
+	}
+	if s := ReadStats(); s.ChildrenLate-before.ChildrenLate != 1 || s.ChildBuffers != before.ChildBuffers+1 {
+		t.Errorf("stats before %+v, after %+v", before, s)
+	}
+	close(release)
+	<-done
+	waitFor(t, "the late goroutine's buffer to go back", func() bool { return ReadStats().ChildBuffers == before.ChildBuffers })
+}
+
+// TestTenThousandGoroutinesInOneDispatch: a fan-out of 10,000 goroutines
+// inside one dispatch records MaxChildren of them, counts the rest, holds
+// no more child buffers than the bound, and changes nothing the program
+// computes.
+func TestTenThousandGoroutinesInOneDispatch(t *testing.T) {
+	requireLinked(t)
+	const n, maxKids, maxBuffers = 10000, 16, 4
+	o := observeKids(t, Config{MaxBuffers: maxBuffers, MaxChildren: maxKids, ChildBufferSize: 256})
+	before := ReadStats()
+	var sum atomic.Int64
+	var peak int
+	Run("wide", func() {
+		var wg sync.WaitGroup
+		release := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				Enter(11)
+				<-release
+				sum.Add(int64(i))
+				Exit(11)
+			}()
+		}
+		peak = ReadStats().ChildBuffers
+		close(release)
+		wg.Wait()
+	})
+	if want := int64(n * (n - 1) / 2); sum.Load() != want {
+		t.Errorf("the goroutines summed %d, want %d", sum.Load(), want)
+	}
+	if peak > maxBuffers*maxKids || peak < maxKids {
+		t.Errorf("%d child buffers held during the fan-out, want %d..%d", peak, maxKids, maxBuffers*maxKids)
+	}
+	s := ReadStats()
+	if s.Children-before.Children != maxKids || s.ChildrenLost-before.ChildrenLost != n-maxKids {
+		t.Errorf("children %d recorded, %d lost; want %d and %d", s.Children-before.Children, s.ChildrenLost-before.ChildrenLost, maxKids, n-maxKids)
+	}
+	if gs := goroutineItems(o.exts["wide"]); len(gs) != maxKids {
+		t.Errorf("%d goroutine items, want %d", len(gs), maxKids)
+	}
+	waitFor(t, "the child buffers to go back", func() bool { return ReadStats().ChildBuffers == before.ChildBuffers })
+}
+
+// TestDispatchInsideAGoroutine: a goroutine started inside a dispatch is
+// not in it (Current is nil there) and can begin a dispatch of its own,
+// after which it records into its own ring again.
+func TestDispatchInsideAGoroutine(t *testing.T) {
+	requireLinked(t)
+	o := observeKids(t, Config{})
+	Run("outer", func() {
+		Enter(7)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if d := Current(); d != nil {
+				t.Errorf("Current() in a goroutine started inside a dispatch = %q, want nil", d.Name())
+			}
+			Enter(8)
+			Run("inner", func() { Enter(9); Exit(9) })
+			Exit(8)
+		}()
+		<-done
+		Exit(7)
+	})
+	inner, outer := o.res["inner"], o.res["outer"]
+	if len(inner.Items) != 2 || inner.Items[1].ID != 9 {
+		t.Errorf("inner dispatch:\n%s", inner.Stack)
+	}
+	gs := goroutines(outer)
+	if len(gs) != 1 || childItem(outer.Items, gs[0], 8) < 0 {
+		t.Fatalf("outer dispatch, want a goroutine item with its call of 8:\n%s", outer.Stack)
+	}
+	for _, it := range outer.Items {
+		if it.ID == 9 {
+			t.Errorf("the inner dispatch's call is in the outer tree:\n%s", outer.Stack)
+		}
+	}
+}
