@@ -348,6 +348,10 @@ func TestParseEventsErrors(t *testing.T) {
 		{"o 1 8796093022208", "line 1: time 8796093022208 out of range"},
 		{"o 1 99999999999999999999", "line 1: time 99999999999999999999 out of range"},
 		{"i 1 0\ni 2 0\ni 3 0\no 3 x # bad", "line 4: invalid time \"x\""},
+		{"g 5", "line 1: want \"g <ms> <n> [0x<fn>]\""},
+		{"g x 1", "line 1: invalid time \"x\""},
+		{"g 5 0", "line 1: invalid goroutine number \"0\""},
+		{"g 5 1 10", "line 1: invalid function entry \"10\""},
 	} {
 		_, err := ParseEvents(strings.NewReader(c.in))
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // events parses the text notation (ParseEvents) or fails the test.
@@ -250,6 +252,11 @@ o D 320
 		t.Errorf("key %q (index %d), want 1048574|wait:9| (7)", res.Key, res.KeyIndex)
 	}
 	checkNesting(t, "goroutines", res.Items, res.Exts)
+	// The g line is the runtime's record: a start, the kind, the
+	// function's entry and the goroutine's number.
+	if got, want := events(t, "g 2 7 0x100"), []Record{MakeRecord(true, Ext, 2), Record(abi.PackExt(ExtGo, 0, abi.ExtGoWords)), 0x100, 7}; !reflect.DeepEqual(got, want) {
+		t.Errorf("g line: %v, want %v", got, want)
+	}
 	// Goroutines of the same function never fold, even with no records.
 	rs = events(t, `
 i D 0
