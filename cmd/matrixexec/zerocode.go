@@ -453,8 +453,12 @@ func injectAuto(cfg *config, tool string, flags []string, dir string) (extra, im
 	}
 	exports, err := autoExports(cfg, goToolFor(tool), goFlagsPGO)
 	if err != nil && cfg.zeroCode == zeroAuto {
-		// Best effort: never fail a build that works without it.
+		// Best effort: never fail a build that works without it, but
+		// say so. The module asked for zero-code mode (it has this
+		// module in its graph), and a program that silently records
+		// nothing would be taken for one that has nothing to report.
 		cfg.log.Warn().Err(err).Msg("zero-code mode unavailable")
+		fmt.Fprintf(os.Stderr, "matrixexec: zero-code mode unavailable, the program is built without the tracer (MATRIX_ZEROCODE=on makes this an error, off silences it): %v\n", err)
 		return "", "", nil, nil
 	}
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package abi is the one definition of the contract between the code
 // matrixexec adds to a program and the code that reads what it recorded:
 // the packed record layout, the reserved function ids, the extended
-// records of waits and goroutines (see below), the ring header the runtime writes through, the recording flag's padding, the name table of
-// an instrumented package, the dispatch kinds and the version of all of it.
+// records of waits and goroutines (see below), the ring header the runtime
+// writes through, the recording flag's padding, the name table of an
+// instrumented package, the dispatch kinds and the version of all of it.
 //
 // Every side takes these values from here. The recorder's runtime file and
 // the files added to instrumented packages cannot import a package (they are
@@ -12,7 +13,7 @@
 // package and the analysis import them; and the runtime file checks its own
 // view of the ring against the rendered offsets when it is compiled.
 //
-// # Extended records: waits, system calls, runnable time
+// # Extended records: waits, system calls, runnable time, goroutines
 //
 // While a goroutine records inside a dispatch, the runtime also writes the
 // intervals in which it does not run. Such an interval is a pair of

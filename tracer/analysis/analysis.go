@@ -605,18 +605,24 @@ func stackKeyIndex(items []Item, cost int64) int {
 // selfKeyIndex is the stack key's winner of a tree with intervals: the
 // item with the largest self time (its cost less its children's; an
 // interval's is its cost; a goroutine's time is not its parent's), the
-// first on ties, a Dispatch only when nothing
-// else has any. A call that spent its time blocked thus yields the wait
-// it blocked in, and a call that ran yields itself.
+// first on ties, a Dispatch only when nothing else has any. A call that
+// spent its time blocked thus yields the wait it blocked in, and a call
+// that ran yields itself. Items of the goroutines the dispatch started
+// compete only when the dispatch's own goroutine has none: the key names
+// where the dispatch's own time went, and its goroutines' trees are beside
+// it.
 func selfKeyIndex(items []Item, exts []*Interval) int {
 	self := make([]int64, len(items))
-	var st []int // indices of the open ancestors
+	inGo := make([]bool, len(items)) // a goroutine or inside one
+	var st []int                     // indices of the open ancestors
 	for i, it := range items {
 		for len(st) > 0 && items[st[len(st)-1]].Depth >= it.Depth {
 			st = st[:len(st)-1]
 		}
 		self[i] = max(it.Cost, 0)
-		if len(st) > 0 && !(i < len(exts) && exts[i].Concurrent()) {
+		conc := i < len(exts) && exts[i].Concurrent()
+		inGo[i] = conc || len(st) > 0 && inGo[st[len(st)-1]]
+		if len(st) > 0 && !conc {
 			p := st[len(st)-1]
 			self[p] = max(self[p]-max(it.Cost, 0), 0)
 		}
@@ -627,7 +633,9 @@ func selfKeyIndex(items []Item, exts []*Interval) int {
 		if it.ID == Dispatch {
 			continue
 		}
-		if win < 0 || self[i] > self[win] {
+		// The dispatch's own items come first: the key says where its
+		// own time went; its goroutines' trees are beside it.
+		if win < 0 || inGo[win] && !inGo[i] || inGo[win] == inGo[i] && self[i] > self[win] {
 			win = i
 		}
 	}

@@ -251,6 +251,23 @@ o D 320
 	if res.Key != "1048574|wait:9|" || res.KeyIndex != 7 {
 		t.Errorf("key %q (index %d), want 1048574|wait:9| (7)", res.Key, res.KeyIndex)
 	}
+	// Even a goroutine's longer wait does not take the key from the
+	// dispatch's own goroutine: here goroutine 1 sleeps 400 ms (reason 4)
+	// while the dispatch waits 390 ms for it (reason 9).
+	rs = events(t, `
+i D 0
+g 1 1 0x100
+w 4 1 0x10
+e 401
+e 401
+w 9 10
+e 400
+o D 400
+`)
+	res = Analyze(rs, Strict, 0, 400)
+	if res.Key != "1048574|wait:9|" {
+		t.Errorf("key %q, want the dispatch's own wait 1048574|wait:9|:\n%s", res.Key, res.Stack)
+	}
 	checkNesting(t, "goroutines", res.Items, res.Exts)
 	// The g line is the runtime's record: a start, the kind, the
 	// function's entry and the goroutine's number.
