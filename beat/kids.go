@@ -111,15 +111,15 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now uint64) []
 		}
 		// The goroutine's records, then an end record at its end.
 		t := atomic.LoadUint64(&c.End)
-		kr := kidRecords(c)
+		kr, open, last := kidRecords(c)
 		dst = spliceKids(dst, kr, kids, c.Seq, now)
 		if t == 0 {
 			// Still running: ends at the copy, marked so.
 			dst[at+1] = abi.PackExt(abi.ExtGo, abi.ExtGoRunning, abi.ExtGoWords)
-			t = max(now, lastTime(kr))
+			t = max(now, last)
 		}
 		t = max(t, c.Begin)
-		if openExt(kr) {
+		if open {
 			dst = append(dst, abi.Pack(false, abi.ExtID, t)) // the wait it is in
 		}
 		dst = append(dst, abi.Pack(false, abi.ExtID, t))
@@ -134,12 +134,15 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now uint64) []
 
 // kidRecords copies the records of a child ring, which its goroutine may
 // be writing: nil when they wrapped (or may have while being copied), and
-// never a trailing extended record whose payload is not all there.
-func kidRecords(c *abi.Ring) []uint64 {
+// never a trailing extended record whose payload is not all there. It also
+// reports whether they end inside an interval (their last extended record
+// is a start other than a goroutine's, whose end record always follows
+// it), and their latest time, payload words left out.
+func kidRecords(c *abi.Ring) (recs []uint64, open bool, last uint64) {
 	n := atomic.LoadUint64(&c.N)
 	size := c.Mask + 1
 	if n >= size {
-		return nil
+		return nil, false, 0
 	}
 	buf := unsafe.Slice((*uint64)(c.Buf), size)
 	out := make([]uint64, n)
@@ -147,64 +150,27 @@ func kidRecords(c *abi.Ring) []uint64 {
 		out[i] = atomic.LoadUint64(&buf[i])
 	}
 	if atomic.LoadUint64(&c.N) >= size {
-		return nil
+		return nil, false, 0
 	}
-	return out[:wholeExts(out)]
-}
-
-// wholeExts returns the length of the longest prefix of recs that does
-// not end inside an extended record's payload.
-func wholeExts(recs []uint64) int {
-	for i := 0; i < len(recs); i++ {
-		if enter, id, _ := abi.Unpack(recs[i]); enter && id == abi.ExtID {
-			if i+1 >= len(recs) {
-				return i
-			}
-			_, _, count := abi.UnpackExt(recs[i+1])
-			if i+2+count > len(recs) {
-				return i
-			}
-			i += 1 + count
-		}
-	}
-	return len(recs)
-}
-
-// openExt reports whether recs (whole extended records) end inside an
-// interval: their last extended record is a start other than ExtGo's
-// (whose end record always follows it).
-func openExt(recs []uint64) bool {
-	open := false
-	for i := 0; i < len(recs); i++ {
-		enter, id, _ := abi.Unpack(recs[i])
+	for i := 0; i < len(out); i++ {
+		enter, id, ms := abi.Unpack(out[i])
 		if id != abi.ExtID {
+			last = max(last, ms)
 			continue
 		}
 		if !enter {
-			open = false
+			last, open = max(last, ms), false
 			continue
 		}
-		kind, _, count := abi.UnpackExt(recs[i+1])
-		open = kind != abi.ExtGo
+		if i+1 >= len(out) {
+			return out[:i], open, last
+		}
+		kind, _, count := abi.UnpackExt(out[i+1])
+		if i+2+count > len(out) {
+			return out[:i], open, last
+		}
+		last, open = max(last, ms), kind != abi.ExtGo
 		i += 1 + count
-		if kind == abi.ExtGo && i+1 < len(recs) {
-			i++ // its end record
-		}
 	}
-	return open
-}
-
-// lastTime returns the latest time of the records in recs (whole extended
-// records), payload words left out.
-func lastTime(recs []uint64) uint64 {
-	var t uint64
-	for i := 0; i < len(recs); i++ {
-		enter, id, ms := abi.Unpack(recs[i])
-		t = max(t, ms)
-		if enter && id == abi.ExtID && i+1 < len(recs) {
-			_, _, count := abi.UnpackExt(recs[i+1])
-			i += 1 + count
-		}
-	}
-	return t
+	return out, open, last
 }
