@@ -87,7 +87,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	}
 	var after func(string) error
 	if p, _ := flagValue(args, "p"); p == "main" && !hasFlag(args[:first], "std") {
-		extra, importcfg, fn, err := injectAuto(cfg, args[0], args[:first], tmp)
+		extra, importcfg, fn, err := injectAuto(cfg, args[0], args[:first], files, tmp)
 		if err != nil {
 			return err
 		}

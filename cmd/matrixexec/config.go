@@ -238,10 +238,18 @@ func moduleRoot(getenv func(string) string) string {
 	return wd
 }
 
+// goCommand is the go command that runs matrixexec (see goCommandOf),
+// read once per invocation.
+var goCommand = sync.OnceValue(func() process { return goCommandOf(readProcess, os.Getppid()) })
+
 // goCommandLine returns the command line of the go command that runs
-// matrixexec, nil if unknown (see goCommandArgs). It is read once per
-// invocation.
-var goCommandLine = sync.OnceValue(func() []string { return goCommandArgs(readProcess, os.Getppid()) })
+// matrixexec, nil if unknown.
+var goCommandLine = func() []string { return goCommand().args }
+
+// goCommandDir returns the working directory of the go command that runs
+// matrixexec (after its -C), "" if unknown. Its relative flag values are
+// relative to it, while matrixexec runs in the package's directory.
+var goCommandDir = func() string { return goCommand().cwd }
 
 // pkgAtVersion reports whether a go command line installs or runs a
 // package at a version (go install pkg@version, go run pkg@version).

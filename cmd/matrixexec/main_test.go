@@ -88,23 +88,75 @@ func TestResponseFiles(t *testing.T) {
 }
 
 func TestParentBuildFlags(t *testing.T) {
-	got := filterBuildFlags([]string{"go", "test", "-v", "-race", "-run", "X", "-tags", "a,b", "-gcflags=all=-N -l", "-pgo=auto", "-count=1", "./...", "-toolexec", "matrixexec -map m"})
+	got := filterBuildFlags([]string{"go", "test", "-v", "-race", "-run", "X", "-tags", "a,b", "-gcflags=all=-N -l", "-pgo=auto", "-count=1", "./...", "-toolexec", "matrixexec -map m"}, "/src")
 	want := []string{"-race", "-tags=a,b", "-gcflags=all=-N -l", "-toolexec=matrixexec -map m"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("build flags = %q, want %q", got, want)
 	}
 	// go run: what follows the package is the program's, not go's; a
 	// flag's value is not a package.
-	got = filterBuildFlags([]string{"go", "run", "-o", "out", "-tags", "x", ".", "-race", "-toolexec", "evil"})
+	got = filterBuildFlags([]string{"go", "run", "-o", "out", "-tags", "x", ".", "-race", "-toolexec", "evil"}, "")
 	want = []string{"-tags=x"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("go run build flags = %q, want %q", got, want)
 	}
 	// go test: flags after the packages, but nothing after -args.
-	got = filterBuildFlags([]string{"go", "test", "./...", "-race", "-args", "-tags", "y"})
+	got = filterBuildFlags([]string{"go", "test", "./...", "-race", "-args", "-tags", "y"}, "")
 	want = []string{"-race"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("go test build flags = %q, want %q", got, want)
+	}
+	// File values are relative to the go command's directory, and the
+	// nested build runs in the package's: they are made absolute.
+	dir := filepath.FromSlash("/src/mod")
+	got = filterBuildFlags([]string{"go", "build", "-pgo", "cpu.pprof", "-modfile=alt.mod", "-overlay", filepath.FromSlash("/abs/o.json"), "./cmd/x"}, dir)
+	want = []string{"-pgo=" + filepath.Join(dir, "cpu.pprof"), "-modfile=" + filepath.Join(dir, "alt.mod"), "-overlay=" + filepath.FromSlash("/abs/o.json")}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("file flags = %q, want %q", got, want)
+	}
+	got = filterBuildFlags([]string{"go", "build", "-pgo=off", "."}, dir)
+	if want = []string{"-pgo=off"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("-pgo=off: %q, want %q", got, want)
+	}
+}
+
+// TestNestedPGO: the nested build names the profile the go command was
+// given, never the compile's preprocessed copy of it.
+func TestNestedPGO(t *testing.T) {
+	t.Setenv("GOFLAGS", "")
+	compile := []string{"-p", "main", "-pgoprofile=/cache/ab-d"}
+	for _, tc := range []struct {
+		name            string
+		compile, parent []string
+		want            string
+	}{
+		{"no profile", []string{"-p", "main"}, nil, ""},
+		{"-pgo=FILE on the command line", compile, []string{"-pgo=/src/cpu.pprof"}, ""},
+	} {
+		got, err := nestedPGO(tc.compile, tc.parent, nil)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	// -pgo=auto (the default): default.pgo in the main package's
+	// directory.
+	dir := t.TempDir()
+	mainDir := func() (string, error) { return dir, nil }
+	if _, err := nestedPGO(compile, nil, mainDir); err == nil || !strings.Contains(err.Error(), "default.pgo does not exist") {
+		t.Errorf("no default.pgo: err = %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "default.pgo"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := nestedPGO(compile, nil, mainDir); err != nil || got != "-pgo="+filepath.Join(dir, "default.pgo") {
+		t.Errorf("default.pgo: %q, %v", got, err)
+	}
+	if got, err := mainPackageDir("go", []string{filepath.Join(dir, "main.go")}); err != nil || got != dir {
+		t.Errorf("mainPackageDir = %q, %v; want %q", got, err, dir)
+	}
+	t.Setenv("GOFLAGS", "-pgo=/src/cpu.pprof")
+	if got, err := nestedPGO(compile, nil, mainDir); err != nil || got != "" {
+		t.Errorf("-pgo=FILE in GOFLAGS: %q, %v", got, err)
 	}
 }
 
@@ -134,11 +186,11 @@ func TestGoCommandArgs(t *testing.T) {
 		{80, procs[80].args}, // the program known by its command line only
 		{99, nil},            // unreadable
 	} {
-		if got := goCommandArgs(read, tc.pid); !reflect.DeepEqual(got, tc.want) {
+		if got := goCommandOf(read, tc.pid).args; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("pid %d: %q, want %q", tc.pid, got, tc.want)
 		}
 	}
-	if got := filterBuildFlags(goCommandArgs(read, 50)); !reflect.DeepEqual(got, []string{"-tags=x"}) {
+	if got := filterBuildFlags(goCommandOf(read, 50).args, ""); !reflect.DeepEqual(got, []string{"-tags=x"}) {
 		t.Errorf("build flags through the wrapper: %q", got)
 	}
 	// This process, read from /proc.
@@ -147,7 +199,8 @@ func TestGoCommandArgs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.ppid != os.Getppid() || !reflect.DeepEqual(p.args, os.Args) || p.exe == "" {
+		wd, _ := os.Getwd()
+		if p.ppid != os.Getppid() || !reflect.DeepEqual(p.args, os.Args) || p.exe == "" || p.cwd != wd {
 			t.Errorf("readProcess(self) = %+v, want ppid %d args %q", p, os.Getppid(), os.Args)
 		}
 	}

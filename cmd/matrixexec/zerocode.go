@@ -222,11 +222,19 @@ var otherValueFlags = map[string]bool{
 }
 
 // parentBuildFlags returns the build flags of the go command that runs us,
-// as far as the OS lets us see them (see goCommandArgs). GOFLAGS and the
+// as far as the OS lets us see them (see goCommandOf). GOFLAGS and the
 // GOOS/GOARCH/CGO environment reach the nested build by inheritance.
-func parentBuildFlags() []string { return filterBuildFlags(goCommandLine()) }
+func parentBuildFlags() []string { return filterBuildFlags(goCommandLine(), goCommandDir()) }
 
-func filterBuildFlags(args []string) []string {
+// pathFlags are the build flags whose value is a file, relative to the go
+// command's directory.
+var pathFlags = map[string]bool{"pgo": true, "modfile": true, "overlay": true}
+
+// filterBuildFlags returns the build flags of a go command line as
+// "-name" or "-name=value". Relative file values are made absolute against
+// dir, the go command's directory, when it is known: the nested build runs
+// in the package's directory.
+func filterBuildFlags(args []string, dir string) []string {
 	if len(args) < 2 {
 		return nil
 	}
@@ -267,6 +275,9 @@ func filterBuildFlags(args []string) []string {
 			// build does not have: the compile flags carry the profile.
 			continue
 		}
+		if pathFlags[name] && dir != "" && value != "" && !filepath.IsAbs(value) && !(name == "pgo" && value == "off") {
+			value = filepath.Join(dir, value)
+		}
 		if hasValue {
 			out = append(out, "-"+name+"="+value)
 		}
@@ -274,42 +285,95 @@ func filterBuildFlags(args []string) []string {
 	return out
 }
 
-// A process is what goCommandArgs needs to know of a process.
+// nestedPGO returns the -pgo flag the nested build needs so that the
+// packages it shares with the program are compiled with the program's
+// profile, and so are the same archives. The compile's own -pgoprofile
+// cannot serve: it is the go command's preprocessed copy, and a profile
+// given in that form gives other archives. When the go command was given
+// -pgo=FILE (on its command line or in GOFLAGS), the nested build has it
+// already. Otherwise the profile is -pgo=auto's (the default): default.pgo
+// in the main package's directory (mainDir).
+func nestedPGO(compileFlags, parent []string, mainDir func() (string, error)) (string, error) {
+	if _, ok := flagValue(compileFlags, "pgoprofile"); !ok {
+		return "", nil
+	}
+	for _, f := range append(slices.Clone(parent), strings.Fields(os.Getenv("GOFLAGS"))...) {
+		if v, ok := strings.CutPrefix(strings.TrimLeft(f, "-"), "pgo="); ok && v != "auto" && v != "off" {
+			return "", nil
+		}
+	}
+	dir, err := mainDir()
+	if err != nil {
+		return "", fmt.Errorf("zero-code mode: the build has a PGO profile, and the main package's directory is unknown: %w", err)
+	}
+	profile := filepath.Join(dir, "default.pgo")
+	if !exists(profile) {
+		return "", fmt.Errorf("zero-code mode: the build has a PGO profile, but the go command's -pgo flag cannot be read here and %s does not exist", profile)
+	}
+	return "-pgo=" + profile, nil
+}
+
+// mainPackageDir returns the directory of the main package a compile
+// builds: that of its Go files, or for the main package go test generates
+// (_testmain.go alone, in the build's temporary directory), the directory
+// of the package under test, which the go command resolves.
+func mainPackageDir(goTool string, files []string) (string, error) {
+	for _, f := range files {
+		if strings.HasSuffix(f, ".go") && filepath.Base(f) != "_testmain.go" {
+			return filepath.Abs(filepath.Dir(f))
+		}
+	}
+	tested, ok := strings.CutSuffix(os.Getenv("TOOLEXEC_IMPORTPATH"), ".test")
+	if !ok {
+		return "", fmt.Errorf("no Go file names it, and TOOLEXEC_IMPORTPATH (%q) is not a test's", os.Getenv("TOOLEXEC_IMPORTPATH"))
+	}
+	args := append([]string{"list"}, slices.DeleteFunc(parentBuildFlags(), func(f string) bool { return strings.HasPrefix(f, "-pgo=") })...)
+	cmd := exec.Command(goTool, append(args, "-f", "{{.Dir}}", tested)...)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list %s: %w", tested, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// A process is what goCommandOf needs to know of a process.
 type process struct {
 	ppid int      // its parent
 	exe  string   // its program file, "" if unknown
 	args []string // its command line
+	cwd  string   // its working directory, "" if unknown
 }
 
 // goCommands are the go commands that build packages and so may run a
 // -toolexec tool.
 var goCommands = map[string]bool{"build": true, "install": true, "run": true, "test": true, "vet": true, "list": true, "get": true}
 
-// goCommandArgs returns the command line of the go command that runs this
-// tool: the nearest ancestor process, from pid up, whose program is named
-// go and whose first argument is a go command that builds. A wrapper in
-// between (a -toolexec of "strace matrixexec", say) is passed over. It
-// returns nil where the command line cannot be read (read reads Linux's
-// /proc; elsewhere there is none), or when no ancestor is the go command.
-func goCommandArgs(read func(pid int) (process, error), pid int) []string {
+// goCommandOf returns the go command that runs this tool: the nearest
+// ancestor process, from pid up, whose program is named go and whose first
+// argument is a go command that builds. A wrapper in between (a -toolexec
+// of "strace matrixexec", say) is passed over. It returns the zero process
+// where the command line cannot be read (read reads Linux's /proc;
+// elsewhere there is none), or when no ancestor is the go command.
+func goCommandOf(read func(pid int) (process, error), pid int) process {
 	for range 16 {
 		if pid <= 1 {
-			return nil
+			return process{}
 		}
 		p, err := read(pid)
 		if err != nil {
-			return nil
+			return process{}
 		}
 		name := p.exe
 		if name == "" && len(p.args) > 0 {
 			name = p.args[0]
 		}
 		if name = filepath.Base(name); (name == "go" || name == "go.exe") && len(p.args) > 1 && goCommands[p.args[1]] {
-			return p.args
+			return p
 		}
 		pid = p.ppid
 	}
-	return nil
+	return process{}
 }
 
 // readProcess reads a process's parent, program and command line from
@@ -338,7 +402,8 @@ func readProcess(pid int) (process, error) {
 		return process{}, fmt.Errorf("%s/stat: %w", dir, err)
 	}
 	exe, _ := os.Readlink(dir + "/exe") // only for our own user's processes
-	return process{ppid: ppid, exe: exe, args: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")}, nil
+	cwd, _ := os.Readlink(dir + "/cwd")
+	return process{ppid: ppid, exe: exe, cwd: cwd, args: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")}, nil
 }
 
 // sharedVariant returns a package the main package imports directly with
@@ -439,19 +504,20 @@ func recordFilesExist(rec []byte) bool {
 // returns the extra source file and the importcfg to use instead, and a
 // function to call after a successful compile. It returns nils when zero-
 // code mode is off or unavailable.
-func injectAuto(cfg *config, tool string, flags []string, dir string) (extra, importcfg string, after func(out string) error, err error) {
+func injectAuto(cfg *config, tool string, flags, files []string, dir string) (extra, importcfg string, after func(out string) error, err error) {
 	if cfg.zeroCode == zeroOff {
 		return "", "", nil, nil
-	}
-	goFlagsPGO := ""
-	if p, ok := flagValue(flags, "pgoprofile"); ok {
-		goFlagsPGO = "-pgo=" + p
 	}
 	if cfg.zeroCode == zeroAuto && !mentionsSelf() {
 		cfg.log.Debug().Msg("zero-code mode unavailable: " + zeroCodeHint)
 		return "", "", nil, nil
 	}
-	exports, err := autoExports(cfg, goToolFor(tool), goFlagsPGO)
+	goTool := goToolFor(tool)
+	pgo, err := nestedPGO(flags, parentBuildFlags(), func() (string, error) { return mainPackageDir(goTool, files) })
+	var exports map[string]string
+	if err == nil {
+		exports, err = autoExports(cfg, goTool, pgo)
+	}
 	if err != nil && cfg.zeroCode == zeroAuto {
 		// Best effort: never fail a build that works without it, but
 		// say so. The module asked for zero-code mode (it has this
