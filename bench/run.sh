@@ -170,28 +170,29 @@ fi
 #
 # Each library's test binary is built plain; by matrixexec with the library
 # kept out (a control: same patched runtime and toolchain path, no hook in
-# the library); instrumented with the default settings; and instrumented
-# with -inline-budget 200 (functions whose estimated inlining cost is at
-# most 200 are skipped, not just the inlinable ones up to 80). Each round
-# runs, from the module's directory (fastjson reads its testdata/): plain;
-# the control; instrumented, recorder off; -inline-budget 200, recorder
-# off; and instrumented in zero-code mode with
-# MATRIX_REPORT set, where every benchmark run is a recorded dispatch (a
-# slow-call threshold of a day: no report is written). With valgrind, the
+# the library); instrumented with the default settings; with the deferred
+# exit hook (-exits defer); and with -inline-budget 200 (functions whose
+# estimated inlining cost is at most 200 are skipped, not just the
+# inlinable ones up to 80). Each round runs, from the module's directory
+# (fastjson reads its testdata/): plain; the control; each instrumented
+# build with the recorder off; and the default and deferred builds in
+# zero-code mode with MATRIX_REPORT set, where every benchmark run is a
+# recorded dispatch (a slow-call threshold of a day: no report is written). With valgrind, the
 # instructions per op executed in the library's own functions (and the
 # hooks) are counted too, for a few benchmarks: a noise-free view.
 if measure 2; then
 	# The control build: made by matrixexec like the others (patched
 	# runtime, same link), but with no hook in the library at all.
-	printf -- '-keeppackage %s\n' github.com/valyala/fastjson github.com/rs/zerolog >"$TMP/libs-kept.blacklist"
+	printf -- '-keeppackage %s\n' github.com/valyala/fastjson github.com/rs/zerolog github.com/google/uuid >"$TMP/libs-kept.blacklist"
 	lib_run() { # name module callgrind-benchmarks pattern...
 		local name=$1 mod=$2 cgbench=$3
 		shift 3
-		local dir kinds=(plain none instr b200 rec pgoplain pgoinstr)
+		local dir kinds=(plain none instr defer b200 rec deferrec pgoplain pgoinstr)
 		dir=$(cd "$BENCH" && go list -m -f '{{.Dir}}' "$mod")
 		log "group 2: building $mod's tests"
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-plain.test" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-instr.test" -toolexec="$MX" "$mod")
+		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-defer.test" -toolexec="$MX -exits defer" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-b200.test" -toolexec="$MX -inline-budget 200" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-none.test" -toolexec="$MX -blacklist $TMP/libs-kept.blacklist" "$mod")
 		# A CPU profile of the plain build running the same benchmarks,
@@ -224,8 +225,9 @@ if measure 2; then
 				pat="^Benchmark$(echo "$b" | sed 's/[][\.*^$()+?{}|]/\\&/g; s|/|$/^|g')\$"
 				for kind in "${kinds[@]}"; do
 					local bin=$TMP/$name-$kind.test env=()
-					if [[ $kind == rec ]]; then
+					if [[ $kind == rec || $kind == deferrec ]]; then
 						bin=$TMP/$name-instr.test
+						[[ $kind == deferrec ]] && bin=$TMP/$name-defer.test
 						env=(MATRIX_REPORT="$TMP/lib-reports.jsonl" MATRIX_EVIL_THRESHOLD_MS=86400000)
 					fi
 					(cd "$dir" && env "${env[@]}" "$bin" -test.run '^$' -test.bench "$pat" -test.benchtime="$BT2" -test.count=1 -test.cpu=1) |
@@ -235,7 +237,7 @@ if measure 2; then
 		done
 		if [[ -n $BENCHSTAT ]]; then
 			(cd "$OUT" && "$BENCHSTAT" -filter '.unit:sec/op' plain=g2-$name-plain.txt control=g2-$name-none.txt \
-				instrumented=g2-$name-instr.txt budget200=g2-$name-b200.txt recording=g2-$name-rec.txt \
+				instrumented=g2-$name-instr.txt deferred=g2-$name-defer.txt budget200=g2-$name-b200.txt recording=g2-$name-rec.txt deferred-recording=g2-$name-deferrec.txt \
 				pgo-plain=g2-$name-pgoplain.txt pgo-instrumented=g2-$name-pgoinstr.txt >"g2-$name-benchstat.txt" 2>&1) || true
 		fi
 		: >"$OUT/g2-$name-callgrind.txt"
@@ -244,7 +246,7 @@ if measure 2; then
 			local re="${mod}[./]|runtime.matrix"
 			for spec in $cgbench; do # pattern:N
 				local pat=${spec%:*} n=${spec##*:}
-				for kind in plain instr b200 pgoplain pgoinstr; do
+				for kind in plain instr defer b200 pgoplain pgoinstr; do
 					local c1 c2
 					c1=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" "$n" "$re")
 					c2=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" $((2 * n)) "$re")
@@ -270,6 +272,9 @@ if measure 2; then
 		'^BenchmarkInfo$:20000 ^BenchmarkLogFieldType$/^Str$:20000' \
 		'^Benchmark(LogEmpty|Disabled|Info|ContextFields|ContextAppend|LogFields|LogArrayObject)$' \
 		'^BenchmarkLogFieldType$/^(Str|Int|Float64|Time|Err|Bytes|Interface|Object)$'
+	lib_run uuid github.com/google/uuid \
+		'^BenchmarkParse$:200000 ^BenchmarkUUID_String$:200000' \
+		'^Benchmark(Parse|ParseBytes|ParseBytesUnsafe|ParseBytesCopy|UUID_String|UUID_URN|UUID_MarshalJSON|UUID_UnmarshalJSON|ParseBadLength|UUIDs_Strings)$'
 fi
 
 # ---------------------------------------------------------------------------
@@ -412,7 +417,7 @@ log "tables"
 	if has 2; then
 		echo "## 2. Real libraries' own benchmarks"
 		echo
-		for lib in fastjson zerolog; do
+		for lib in fastjson zerolog uuid; do
 			echo "### $lib"
 			echo
 			"$TMP/benchtables" lib "$OUT" $lib

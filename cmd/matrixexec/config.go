@@ -70,9 +70,9 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 		cfg.inlineBudget = n
 	}
 	switch exits {
-	case "", "defer":
-	case "returns":
+	case "", "returns":
 		cfg.returnExits = true
+	case "defer":
 	default:
 		return nil, nil, fmt.Errorf("bad exit hook mode %q (MATRIX_EXITS or -exits): want defer or returns", exits)
 	}

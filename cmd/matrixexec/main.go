@@ -150,6 +150,8 @@ build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
                      to 2.5×N and, in a -pgo build, the profile's hot callees up to 2000;
                      -1 to instrument them too
                                            (MATRIX_INLINE_BUDGET, default 80)
+  -exits MODE        where a function's exit is recorded: returns (at each return) or defer
+                     (a deferred call)              (MATRIX_EXITS, default returns)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
   -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
 
