@@ -247,8 +247,9 @@ var goCommand = sync.OnceValue(func() process { return goCommandOf(readProcess, 
 var goCommandLine = func() []string { return goCommand().args }
 
 // goCommandDir returns the working directory of the go command that runs
-// matrixexec (after its -C), "" if unknown. Its relative flag values are
-// relative to it, while matrixexec runs in the package's directory.
+// matrixexec (after its -C), "" if unknown: its relative flag values are
+// relative to it, and the nested build of MATRIX_ZEROCODE_MODULE runs
+// elsewhere.
 var goCommandDir = func() string { return goCommand().cwd }
 
 // pkgAtVersion reports whether a go command line installs or runs a

@@ -106,8 +106,8 @@ func TestParentBuildFlags(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("go test build flags = %q, want %q", got, want)
 	}
-	// File values are relative to the go command's directory, and the
-	// nested build runs in the package's: they are made absolute.
+	// File values are relative to the go command's directory: they are
+	// made absolute for a nested build that may run elsewhere.
 	dir := filepath.FromSlash("/src/mod")
 	got = filterBuildFlags([]string{"go", "build", "-pgo", "cpu.pprof", "-modfile=alt.mod", "-overlay", filepath.FromSlash("/abs/o.json"), "./cmd/x"}, dir)
 	want = []string{"-pgo=" + filepath.Join(dir, "cpu.pprof"), "-modfile=" + filepath.Join(dir, "alt.mod"), "-overlay=" + filepath.FromSlash("/abs/o.json")}

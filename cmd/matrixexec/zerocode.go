@@ -232,8 +232,8 @@ var pathFlags = map[string]bool{"pgo": true, "modfile": true, "overlay": true}
 
 // filterBuildFlags returns the build flags of a go command line as
 // "-name" or "-name=value". Relative file values are made absolute against
-// dir, the go command's directory, when it is known: the nested build runs
-// in the package's directory.
+// dir, the go command's directory, when it is known, so that they name the
+// same files wherever the nested build runs.
 func filterBuildFlags(args []string, dir string) []string {
 	if len(args) < 2 {
 		return nil
