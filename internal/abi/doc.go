@@ -1,0 +1,62 @@
+// Package abi is the one definition of the contract between the code
+// matrixexec adds to a program and the code that reads what it recorded:
+// the packed record layout, the reserved function ids, the extended
+// records of waits and goroutines (see below), the ring header the runtime
+// writes through, the recording flag's padding, the name table of an
+// instrumented package, the dispatch kinds and the version of all of it.
+//
+// Every side takes these values from here. The recorder's runtime file and
+// the files added to instrumented packages cannot import a package (they are
+// compiled into package runtime, or into users' packages where an internal
+// package is out of reach), so matrixexec renders the values into them as
+// constants (see RuntimeConstants and the rewrite package); the beat
+// package and the analysis import them; and the runtime file checks its own
+// view of the ring against the rendered offsets when it is compiled.
+//
+// # Extended records: waits, system calls, runnable time, goroutines
+//
+// While a goroutine records inside a dispatch, the runtime also writes the
+// intervals in which it does not run. Such an interval is a pair of
+// extended records, whose id field holds ExtID (0xFFFFF, never a function
+// id): a start record (EnterBit set) followed by raw payload words, and an
+// end record (EnterBit clear, no payload). The first payload word is
+// PackExt(kind, reason, count); count further words follow, the program
+// counters where the goroutine blocked (innermost first, as
+// runtime.Callers returns them, runtime frames left out). Payload words
+// are not records: a reader skips them by count, and a copy that ends
+// inside a payload (a watchdog copies a prefix) simply ends there.
+//
+// Worked example: a function with id 7 sleeps 350 ms at time 100 ms, and
+// the goroutine then waits 2 ms for a CPU:
+//
+//	i(7@100)                       Pack(true, 7, 100)
+//	X(start@100)                   Pack(true, ExtID, 100)
+//	  payload                      PackExt(ExtWait, <waitReasonSleep>, 2)
+//	  payload                      pc of time.Sleep's caller's call site
+//	  payload                      pc of the next caller
+//	X(end@450)                     Pack(false, ExtID, 450)
+//	X(start@450)                   Pack(true, ExtID, 450)
+//	  payload                      PackExt(ExtRunnable, 0, 0)
+//	X(end@452)                     Pack(false, ExtID, 452)
+//	o(7@452)                       Pack(false, 7, 452)
+//
+// A goroutine started by a recording goroutine gets a child ring (see
+// Ring.Root) and is noted in the starter's ring by an ExtGo start record
+// with a payload of ExtGoWords words and an end record of the same time:
+//
+//	X(start@100)                   Pack(true, ExtID, 100)
+//	  payload                      PackExt(ExtGo, 0, ExtGoWords)
+//	  payload                      entry pc of the goroutine's function
+//	  payload                      the goroutine's number (Ring.Seq)
+//	X(end@100)                     Pack(false, ExtID, 100)
+//
+// A reader puts the child ring's records between the payload and the end
+// record, whose time becomes the goroutine's end (Ring.End).
+//
+// The reason is the runtime's own waitReason of the release the program
+// was built with; only that program's runtime can name it (the beat
+// package asks it: "sleep", "chan receive", "sync.Mutex.Lock", …).
+//
+// The package uses the standard library only: it is linked into every
+// instrumented program.
+package abi
