@@ -450,15 +450,15 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 		}
 		base, _ := w.hist.since(s.start.Sub(w.base))
 		served := w.completed - min(base.completed, w.completed)
+		scene := s.scene
+		if scene == "" {
+			scene = s.name
+		}
+		block, note := "", noteDumpLimited
+		if w.dumpCovers(now, s.start) {
+			block, note = scrubStack(goroutineBlock(w.dump, s.goid)), noteNoThreadStack
+		}
 		common := func(detail string) map[string]any {
-			scene := s.scene
-			if scene == "" {
-				scene = s.name
-			}
-			block, note := "", noteDumpLimited
-			if w.dumpCovers(now, s.start) {
-				block, note = scrubStack(goroutineBlock(w.dump, s.goid)), noteNoThreadStack
-			}
 			c := map[string]any{
 				"detail":      detail,
 				"cost":        s.age.Milliseconds(),
@@ -483,9 +483,9 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 		}
 		if s.lag {
 			c := common(DetailLag)
-			key := blockedIn(c["threadStack"].(string))
+			key := blockedIn(block)
 			if key == "" {
-				key = c["scene"].(string)
+				key = scene
 			}
 			if w.r.Report(NewIssue(TagEvilMethod, key, now, c)) {
 				t.lags.Add(1)
