@@ -39,14 +39,26 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building matrixexec:", err)
 		return 1
 	}
-	sharedMap = filepath.Join(dir, "shared", "methodMapping.txt")
+	sharedMap, err = testgo.SharedMap(filepath.Join(dir, "shared"), filepath.Join(binDir, "matrixexec"+exeSuffix()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }
 
 // sharedMap is one mapping file shared by the scripts that do not test the
 // map itself, so that the standard library compiled under matrixexec is
-// cached across scripts (the map's identity is part of the tool id).
+// cached across scripts, and across runs (the map's identity is part of the
+// tool id): see testgo.SharedMap.
 var sharedMap string
+
+func exeSuffix() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
+}
 
 func goEnv(t testing.TB, name string) string {
 	out, err := exec.Command("go", "env", name).Output()
@@ -103,14 +115,59 @@ func scriptCondition(cond string) (bool, error) {
 		out, err := exec.Command("go", "env", "CGO_ENABLED").Output()
 		return err == nil && strings.TrimSpace(string(out)) == "1", nil
 	case "race":
-		return runtime.GOOS == "linux" || runtime.GOOS == "darwin", nil
+		// -race compiles the standard library once more, and the race
+		// detector slows what runs: the full suite only.
+		return !testing.Short() && (runtime.GOOS == "linux" || runtime.GOOS == "darwin"), nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, params(t, "testdata/script"))
+	p := params(t, "testdata/script")
+	if testing.Short() {
+		files, err := filepath.Glob(filepath.Join(p.Dir, "*.txtar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Dir = ""
+		left := 0
+		for _, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+			if why, ok := fullOnly[name]; ok {
+				left++
+				t.Run(name, func(t *testing.T) { t.Skip("skipped in -short mode: " + why) })
+				continue
+			}
+			p.Files = append(p.Files, f)
+		}
+		if left != len(fullOnly) {
+			t.Errorf("fullOnly names %d scripts, %d of which are in %s", len(fullOnly), left, "testdata/script")
+		}
+	}
+	testscript.Run(t, p)
 }
+
+// fullOnly are the scripts that -short leaves out, and why. Every other
+// script compiles the standard library once for all runs (see sharedMap);
+// these compile it again on every run, or in a configuration of their
+// own, so they would take most of a -short run's time. (The [race] parts
+// of scripts are left out too: see scriptCondition.)
+var fullOnly = map[string]string{
+	"buildmodes":  "compiles the standard library once per build mode (race, PIE, cover, -N -l, other systems)",
+	"cache":       ownMap,
+	"mapfs":       ownMap,
+	"mappaths":    ownMap,
+	"modules":     ownMap,
+	"pgo":         runProfile,
+	"plugins":     "compiles the standard library for -buildmode=plugin",
+	"pgozerocode": runProfile,
+	"revertedmap": ownMap,
+}
+
+const (
+	ownMap     = "builds with maps of its own, whose new identities compile the standard library again on every run"
+	runProfile = "compiles the standard library with a CPU profile recorded during the run"
+)
 
 // TestGoVersions runs the semantics and entry point scripts with each
 // supported Go release other than the installed one.

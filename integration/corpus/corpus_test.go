@@ -165,7 +165,7 @@ type runner struct {
 	mode      string
 	root      string // this checkout: matrixexec and the zero-code tracer
 	matrixexe string // the matrixexec binary
-	mapFile   string // MATRIX_MAP shared by every instrumented run
+	mapFile   string // MATRIX_MAP shared by every instrumented run (testgo.SharedMap)
 	toolchain string // GOTOOLCHAIN of the runs: "local" or a release
 	work      string // module copies
 	out       string // where the -json logs go
@@ -198,6 +198,11 @@ func newRunner(t *testing.T, mode string) *runner {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building matrixexec: %v\n%s", err, out)
+	}
+	// The integration tests' map, kept across runs, so that the
+	// instrumented standard library is built once for both.
+	if r.mapFile, err = testgo.SharedMap(filepath.Dir(r.mapFile), r.matrixexe); err != nil {
+		t.Fatal(err)
 	}
 	return r
 }
