@@ -6,7 +6,8 @@
 //	go build -toolexec=matrixexec ./...
 //	go test -toolexec="matrixexec -map /shared/methodMapping.txt" ./...
 //
-// As a command it works on what instrumented programs report:
+// As a command it works on what instrumented programs report (package
+// internal/commands):
 //
 //	matrixexec version
 //	matrixexec show [-map FILE] [REPORT]
@@ -30,6 +31,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/commands"
 )
 
 func main() {
@@ -46,9 +49,7 @@ func main() {
 }
 
 // exitError carries a process exit status through run.
-type exitError int
-
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+type exitError = commands.ExitError
 
 // run is main without the process: it returns the exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -105,20 +106,9 @@ func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return nil
-	case "retrace":
-		return retrace(cfg, args[1:], stdin, stdout)
-	case "analyze":
-		return analyze(args[1:], stdin, stdout)
-	case "show":
-		return show(cfg, args[1:], stdin, stdout)
-	case "top":
-		return top(cfg, args[1:], stdin, stdout)
-	case "pprof":
-		return pprofCmd(cfg, args[1:], stdin, stdout, stderr)
-	case "html":
-		return htmlCmd(cfg, args[1:], stdin, stdout, stderr)
-	case "export":
-		return exportCmd(cfg, args[1:], stdin, stdout)
+	}
+	if err := commands.Run(args, cfg.mapPath, stdin, stdout, stderr); !errors.Is(err, commands.ErrUnknown) {
+		return err
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("unknown option %q (see matrixexec help)", args[0])

@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	"bufio"
@@ -13,9 +13,9 @@ import (
 // when it has one, its call tree with names and per-function milliseconds.
 // Frames without a name are resolved through the mapping file when it can
 // be read.
-func show(cfg *config, args []string, stdin io.Reader, stdout io.Writer) error {
+func show(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := newFlagSet("show", stdout)
-	mapPath := fs.String("map", cfg.mapPath, "method mapping file for frames the report does not name")
+	mapPath := fs.String("map", defaultMap, "method mapping file for frames the report does not name")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}

@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	_ "embed"
@@ -31,11 +31,11 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 }).Parse(reportPage))
 
 // htmlCmd writes the grouped incidents as one self-contained HTML page.
-func htmlCmd(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func htmlCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("html", stdout)
 	out := fs.String("o", "matrix.html", `output file ("-" for stdout)`)
 	by := fs.String("by", byStackKey, "group by stackKey or scene")
-	mapPath := fs.String("map", cfg.mapPath, "method mapping file for frames the reports do not name")
+	mapPath := fs.String("map", defaultMap, "method mapping file for frames the reports do not name")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}

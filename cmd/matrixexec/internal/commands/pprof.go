@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 )
 
 // pprofCmd writes the call trees of incidents as a gzipped pprof profile.
-func pprofCmd(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func pprofCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("pprof", stdout)
 	out := fs.String("o", "matrix.pb.gz", `output file ("-" for stdout)`)
-	mapPath := fs.String("map", cfg.mapPath, "method mapping file for frames the reports do not name")
+	mapPath := fs.String("map", defaultMap, "method mapping file for frames the reports do not name")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}

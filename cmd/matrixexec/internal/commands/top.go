@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	"bufio"
@@ -306,11 +306,11 @@ func noIncidents(reports, incidents int) error {
 }
 
 // top prints incidents grouped by stack key or scene.
-func top(cfg *config, args []string, stdin io.Reader, stdout io.Writer) error {
+func top(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := newFlagSet("top", stdout)
 	by := fs.String("by", byStackKey, "group by stackKey or scene")
 	asJSON := fs.Bool("json", false, "print JSON")
-	mapPath := fs.String("map", cfg.mapPath, "method mapping file for frames the reports do not name")
+	mapPath := fs.String("map", defaultMap, "method mapping file for frames the reports do not name")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}

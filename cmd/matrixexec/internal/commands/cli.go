@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	"bufio"
@@ -96,9 +96,9 @@ func parseRecords(data []byte) ([]analysis.Record, error) {
 // retrace turns the ids of a report into names using the mapping file.
 // Input is JSON lines (issue reports: their stack and stackKey fields gain
 // a names counterpart) or bare stack text (each line gains the name).
-func retrace(cfg *config, args []string, stdin io.Reader, stdout io.Writer) error {
+func retrace(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := newFlagSet("retrace", stdout)
-	mapPath := fs.String("map", cfg.mapPath, "method mapping file")
+	mapPath := fs.String("map", defaultMap, "method mapping file")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}

@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	"bufio"
@@ -16,21 +16,21 @@ import (
 )
 
 // exportCmd dispatches "matrixexec export FORMAT ...".
-func exportCmd(cfg *config, args []string, stdin io.Reader, stdout io.Writer) error {
+func exportCmd(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "otlp" {
 		return errors.New("export: want \"export otlp [flags] REPORT...\"")
 	}
-	return exportOTLP(cfg, args[1:], stdin, stdout, os.Getenv)
+	return exportOTLP(defaultMap, args[1:], stdin, stdout, os.Getenv)
 }
 
 // exportOTLP sends the issues of JSON-line reports as OTLP traces, as the
 // running program's otlp sink would. Every input is read and checked
 // before anything is sent.
-func exportOTLP(cfg *config, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
+func exportOTLP(defaultMap string, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
 	fs := newFlagSet("export otlp", stdout)
 	endpoint := fs.String("endpoint", "", "base OTLP/HTTP endpoint, \"/v1/traces\" appended (default: the OTEL_EXPORTER_OTLP_* environment)")
 	service := fs.String("service", "", "service.name of the spans (default: OTEL_SERVICE_NAME, else unknown_service:<process>)")
-	mapPath := fs.String("map", cfg.mapPath, "method mapping file, to name frames of reports that carry only ids")
+	mapPath := fs.String("map", defaultMap, "method mapping file, to name frames of reports that carry only ids")
 	timeout := fs.Duration("timeout", time.Minute, "give up sending after this long")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
