@@ -32,18 +32,12 @@ const (
 
 // compile instruments one package and runs the real compiler on the result.
 func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	args, err := expandArgs(args)
+	c, err := parseCompile(args)
 	if err != nil {
 		return err
 	}
-	pkg, _ := flagValue(args, "p")
-	if ip := os.Getenv("TOOLEXEC_IMPORTPATH"); ip != "" {
-		// -p is "main" for every command; the import path tells them apart.
-		pkg = ip
-	}
-	pkg = pkgKey(pkg)
-	first := goFiles(args)
-	files := args[first:]
+	pkg := c.importPath()
+	files := c.operands
 	log := cfg.log.With().Str("pkg", pkg).Logger()
 
 	tmp, err := os.MkdirTemp("", "matrixexec-")
@@ -55,7 +49,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	var newFiles []string
 	switch {
 	case pkg == "runtime":
-		if err := checkTarget(args[0]); err != nil {
+		if err := checkTarget(c.tool); err != nil {
 			return err
 		}
 		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks)
@@ -68,7 +62,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		newFiles, err = rewrite.PatchStd(pkg, files, tmp)
 		log.Debug().Err(err).Msg("added dispatch hooks")
 	case pkg == beatPkg:
-		if err := checkBeatABI(args[:first]); err != nil {
+		if err := checkBeatABI(c.flags); err != nil {
 			return err
 		}
 		newFiles = linkFiles(files, beatPlainFile, beatLinkedFile)
@@ -77,7 +71,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		newFiles = linkFiles(files, tracerPlainFile, tracerLinkedFile)
 		log.Debug().Msg("linked the tracer to the runtime")
 	default:
-		newFiles, err = instrument(cfg, pkg, args[:first], files, tmp)
+		newFiles, err = instrument(cfg, pkg, c.flags, files, tmp)
 		if err == nil {
 			newFiles, err = patchTestMain(files, newFiles, tmp)
 		}
@@ -86,8 +80,8 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return err
 	}
 	var after func(string) error
-	if p, _ := flagValue(args, "p"); p == "main" && !hasFlag(args[:first], "std") {
-		extra, importcfg, fn, err := injectAuto(cfg, args[0], args[:first], files, tmp)
+	if p, _ := c.flag("p"); p == "main" && !c.has("std") {
+		extra, importcfg, fn, err := injectAuto(cfg, c.tool, c.flags, files, tmp)
 		if err != nil {
 			return err
 		}
@@ -96,15 +90,16 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 				newFiles = files
 			}
 			newFiles = append(newFiles, extra)
-			setFlag(args[:first], "importcfg", importcfg)
+			c.set("importcfg", importcfg)
 			after = fn
 		}
 	}
 	if newFiles != nil {
-		args = append(trimTemp(args[:first], tmp), newFiles...)
+		c.flags = trimTemp(c.flags, tmp)
+		c.operands = newFiles
 	}
-	out, _ := flagValue(args, "o")
-	args, err = toolArgs(args, tmp)
+	out, _ := c.flag("o")
+	args, err = toolArgs(c.args(), tmp)
 	if err != nil {
 		return err
 	}

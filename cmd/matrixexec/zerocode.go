@@ -565,11 +565,12 @@ func injectAuto(cfg *config, tool string, flags, files []string, dir string) (ex
 // link adds the packages of the zero-code tracer to the link of a main
 // package that imports it, then runs the linker.
 func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	args, err := expandArgs(args)
+	c, err := parseLink(args)
 	if err != nil {
 		return err
 	}
-	importcfg, ok := flagValue(args, "importcfg")
+	args = c.args()
+	importcfg, ok := c.flag("importcfg")
 	mainArchive := args[len(args)-1]
 	if !ok || !strings.HasSuffix(mainArchive, ".a") && !strings.HasSuffix(mainArchive, "-d") {
 		return runTool(args, stdin, stdout, stderr)
@@ -635,14 +636,8 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	if err := os.WriteFile(newCfg, b.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
-	for i, a := range args {
-		if a == "-importcfg" && i+1 < len(args) {
-			args[i+1] = newCfg
-		} else if strings.HasPrefix(a, "-importcfg=") {
-			args[i] = "-importcfg=" + newCfg
-		}
-	}
-	args, err = toolArgs(args, tmp)
+	c.set("importcfg", newCfg)
+	args, err = toolArgs(c.args(), tmp)
 	if err != nil {
 		return err
 	}
