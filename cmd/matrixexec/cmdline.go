@@ -37,6 +37,14 @@ func parseLink(args []string) (*toolCmd, error) {
 	return &toolCmd{tool: args[0], flags: args[1:last], operands: args[last:]}, nil
 }
 
+// mainArchive returns a link's main package archive, or "" if it has none.
+func (c *toolCmd) mainArchive() string {
+	if len(c.operands) == 0 {
+		return ""
+	}
+	return c.operands[len(c.operands)-1]
+}
+
 // flag returns the value of the flag -name.
 func (c *toolCmd) flag(name string) (string, bool) { return flagValue(c.flags, name) }
 

@@ -52,8 +52,8 @@ func TestToolCmd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(l.operands, []string{"/w/b001/_pkg_.a"}) {
-		t.Errorf("link operands %q", l.operands)
+	if !slices.Equal(l.operands, []string{"/w/b001/_pkg_.a"}) || l.mainArchive() != "/w/b001/_pkg_.a" {
+		t.Errorf("link operands %q, main archive %q", l.operands, l.mainArchive())
 	}
 	l.set("importcfg", "/tmp/importcfg.link")
 	if got, want := l.args(), []string{"/go/pkg/tool/link", "-o", "/w/a.out", "-importcfg", "/tmp/importcfg.link", "/w/b001/_pkg_.a"}; !slices.Equal(got, want) {

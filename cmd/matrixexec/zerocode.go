@@ -569,18 +569,17 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	args = c.args()
 	importcfg, ok := c.flag("importcfg")
-	mainArchive := args[len(args)-1]
+	mainArchive := c.mainArchive()
 	if !ok || !strings.HasSuffix(mainArchive, ".a") && !strings.HasSuffix(mainArchive, "-d") {
-		return runTool(args, stdin, stdout, stderr)
+		return runTool(c.args(), stdin, stdout, stderr)
 	}
 	data, err := os.ReadFile(importcfg)
 	if err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
 	if bytes.Contains(data, []byte("packagefile "+autoPkg+"=")) {
-		return runTool(args, stdin, stdout, stderr) // the program imports it itself
+		return runTool(c.args(), stdin, stdout, stderr) // the program imports it itself
 	}
 	extra, err := readLinkRecord(mainArchive)
 	if err != nil {
@@ -592,12 +591,12 @@ func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer)
 			return fmt.Errorf("link: %w", err)
 		}
 		if !bytes.Contains(archive, []byte(autoPkg)) {
-			return runTool(args, stdin, stdout, stderr)
+			return runTool(c.args(), stdin, stdout, stderr)
 		}
 		// No record (an archive from an older matrixexec), or the
 		// files it names are gone (the cache was trimmed): list them
 		// anew.
-		exports, err := autoExports(cfg, goToolFor(args[0]), "")
+		exports, err := autoExports(cfg, goToolFor(c.tool), "")
 		if err != nil {
 			return err
 		}
