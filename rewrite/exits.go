@@ -70,14 +70,6 @@ const (
 // keeps a deferred exit hook rather than an exit at each return.
 const MaxExitReturns = 64
 
-// edit replaces src[offset:end] (end == offset: inserts at offset) with
-// text, in which idMark stands for the id of Plan.Funcs[fn].
-type edit struct {
-	offset, end int
-	fn          int
-	text        string
-}
-
 // exitDeferReason returns why the function with this type and body keeps a
 // deferred exit hook, or "" if its returns can be rewritten.
 func exitDeferReason(ft *ast.FuncType, body *ast.BlockStmt) string {

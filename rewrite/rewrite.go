@@ -29,7 +29,6 @@ import (
 	"go/types"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -138,22 +137,13 @@ type Plan struct {
 }
 
 type srcFile struct {
-	path string
+	editBuffer // path, src and the file's edits
 	// lineNames maps the file names of the file's line directives, as
 	// go/scanner reports them (made absolute), back to their text: the
 	// compiler keeps relative names relative.
 	lineNames map[string]string
-	src       []byte
 	ast       *ast.File
 	cgo       bool
-	edits     []edit // sorted by offset
-}
-
-// insertion is a hook statement inserted after an opening brace (PatchStd).
-type insertion struct {
-	fn     int // index into the hook texts
-	offset int // byte offset just after the opening brace
-	resume string
 }
 
 // Output is one file to hand to the compiler.
@@ -179,14 +169,14 @@ func NewPlan(paths []string, opts Options) (*Plan, error) {
 		if err != nil {
 			unchanged := &Plan{opts: opts, fset: p.fset}
 			for _, path := range paths {
-				unchanged.files = append(unchanged.files, &srcFile{path: path})
+				unchanged.files = append(unchanged.files, &srcFile{editBuffer: editBuffer{path: path}})
 			}
 			return unchanged, nil
 		}
 		if p.PkgName == "" {
 			p.PkgName = f.Name.Name
 		}
-		p.files = append(p.files, &srcFile{path: path, src: src, ast: f, cgo: isCgoOutput(path, src), lineNames: lineDirectiveNames(f, path)})
+		p.files = append(p.files, &srcFile{editBuffer: editBuffer{path: path, src: src}, ast: f, cgo: isCgoOutput(path, src), lineNames: lineDirectiveNames(f, path)})
 	}
 	p.analyse()
 	return p, nil
@@ -311,15 +301,16 @@ func (p *Plan) analyse() {
 				}
 				lbrace := p.offset(body.Lbrace) + 1
 				text := fmt.Sprintf("%sif %s.v != 0 && %s(%s) { defer %s(%s) }; %s", prefix, HookActive, HookEnter, idMark, HookExit, idMark, resumeDirective(p.fset, f, body.Lbrace))
-				f.edits = append(f.edits, edit{offset: lbrace, end: lbrace, fn: fn, text: text})
+				f.add(edit{offset: lbrace, end: lbrace, fn: fn, text: text})
 				return true
 			}
-			f.edits = append(f.edits, p.exitEdits(f, fn, ftype, body, prefix)...)
+			// Edits at one offset (the end of a result type and the
+			// opening brace that follows it) keep their order.
+			for _, e := range p.exitEdits(f, fn, ftype, body, prefix) {
+				f.add(e)
+			}
 			return true
 		})
-		// Stable: edits at one offset (the end of a result type and the
-		// opening brace that follows it) keep their order.
-		sort.SliceStable(f.edits, func(i, j int) bool { return f.edits[i].offset < f.edits[j].offset })
 	}
 }
 
@@ -360,21 +351,11 @@ func (p *Plan) Apply(ids []uint32) ([]Output, error) {
 	out := make([]Output, len(p.files))
 	for i, f := range p.files {
 		out[i].Path = f.path
-		if len(f.edits) == 0 {
-			continue
+		if f.changed() {
+			out[i].Src = f.render(func(e edit) string {
+				return strings.ReplaceAll(e.text, idMark, strconv.FormatUint(uint64(ids[e.fn]), 10))
+			})
 		}
-		var b bytes.Buffer
-		b.Grow(len(f.src) + len(f.edits)*96 + len(f.path) + 16)
-		// Restore the original file name, exactly as cmd/cover does.
-		fmt.Fprintf(&b, "//line %s:1:1\n", f.path)
-		last := 0
-		for _, e := range f.edits {
-			b.Write(f.src[last:e.offset])
-			b.WriteString(strings.ReplaceAll(e.text, idMark, strconv.FormatUint(uint64(ids[e.fn]), 10)))
-			last = e.end
-		}
-		b.Write(f.src[last:])
-		out[i].Src = b.Bytes()
 	}
 	return out, nil
 }

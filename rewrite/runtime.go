@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/matrixgo/matrix/inject"
@@ -43,56 +39,16 @@ const deferFastPath = "if matrixDeferNone(sys.GetCallerSP()) { return }; "
 // deferreturn zeroes a _panic record and walks a small state machine to
 // find that there is nothing to run; the fast path finds it in two loads.
 func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
-	out := append([]string(nil), files...)
-	found := false
-	for i, path := range files {
-		if filepath.Base(path) != "runtime2.go" {
-			continue
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("patch runtime: %w", err)
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, src, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return nil, fmt.Errorf("patch runtime: %w", err)
-		}
-		content, err := patchGStruct(fset, f, &srcFile{path: path, src: src, ast: f})
-		if err != nil {
-			return nil, fmt.Errorf("patch runtime: %s: %w", path, err)
-		}
-		dst := filepath.Join(dir, filepath.Base(path))
-		if err := os.WriteFile(dst, content, 0o644); err != nil {
-			return nil, fmt.Errorf("patch runtime: %w", err)
-		}
-		out[i] = dst
-		found = true
+	patch := pkgPatch{
+		pkg:    "runtime",
+		fields: []fieldPatch{{file: "runtime2.go", typ: "g", text: gField}},
+		hooks:  runtimeHooks,
+		files: func(string) ([]addedFile, error) {
+			src, consts, err := inject.Runtime(debug)
+			return []addedFile{{name: inject.RuntimeFileName, content: src}, {name: inject.RuntimeConstFileName, content: consts}}, err
+		},
 	}
-	if !found {
-		return nil, fmt.Errorf("patch runtime: runtime2.go not among the compiled files; matrixexec does not support this Go release")
-	}
-	// The statements go into the original files: patchFuncs reads and
-	// writes the files it changes, and runtime2.go has none of them.
-	out, _, err := patchFuncs("runtime", out, dir, runtimeHooks)
-	if err != nil {
-		return nil, err
-	}
-	src, consts, err := inject.Runtime(debug)
-	if err != nil {
-		return nil, fmt.Errorf("patch runtime: %w", err)
-	}
-	for _, f := range []struct {
-		name    string
-		content []byte
-	}{{inject.RuntimeFileName, src}, {inject.RuntimeConstFileName, consts}} {
-		extra := filepath.Join(dir, f.name)
-		if err := os.WriteFile(extra, f.content, 0o644); err != nil {
-			return nil, fmt.Errorf("patch runtime: %w", err)
-		}
-		out = append(out, extra)
-	}
-	return out, nil
+	return patch.apply(files, dir)
 }
 
 // runtimeHooks are the statements added at the top of runtime functions.
@@ -157,36 +113,4 @@ func params(names ...string) func(fd *ast.FuncDecl) error {
 		}
 		return nil
 	}
-}
-
-// patchGStruct adds gField to the struct runtime.g.
-func patchGStruct(fset *token.FileSet, f *ast.File, sf *srcFile) ([]byte, error) {
-	closing := gStructClosing(f)
-	if !closing.IsValid() {
-		return nil, errors.New("no type g struct")
-	}
-	off := fset.Position(closing).Offset
-	content := fmt.Appendf(nil, "//line %s:1:1\n", sf.path)
-	content = append(content, sf.src[:off]...)
-	content = append(content, gField...)
-	return append(content, sf.src[off:]...), nil
-}
-
-func gStructClosing(f *ast.File) token.Pos {
-	for _, d := range f.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.TYPE {
-			continue
-		}
-		for _, s := range gd.Specs {
-			ts := s.(*ast.TypeSpec)
-			if ts.Name.Name != "g" {
-				continue
-			}
-			if st, ok := ts.Type.(*ast.StructType); ok {
-				return st.Fields.Closing
-			}
-		}
-	}
-	return token.NoPos
 }
