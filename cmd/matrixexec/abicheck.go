@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/matrixgo/matrix/blacklist"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/internal/abi"
 	"github.com/matrixgo/matrix/rewrite"
 )
@@ -57,8 +58,8 @@ func checkABI(files []string) error {
 
 // checkBeatABI fails the build when the program's beat package predates
 // the abi package (and so any ABI version): its importcfg does not list it.
-func checkBeatABI(flags []string) error {
-	cfgFile, ok := flagValue(flags, "importcfg")
+func checkBeatABI(c *toolcmd.Cmd) error {
+	cfgFile, ok := c.Flag("importcfg")
 	if !ok {
 		return nil
 	}

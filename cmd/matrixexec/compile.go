@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/matrixgo/matrix/blacklist"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/matrixgo/matrix/pgohot"
 	"github.com/matrixgo/matrix/rewrite"
@@ -32,12 +34,12 @@ const (
 
 // compile instruments one package and runs the real compiler on the result.
 func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c, err := parseCompile(args)
+	c, err := toolcmd.ParseCompile(args)
 	if err != nil {
 		return err
 	}
-	pkg := c.importPath()
-	files := c.operands
+	pkg := c.ImportPath()
+	files := c.Operands
 	log := cfg.log.With().Str("pkg", pkg).Logger()
 
 	tmp, err := os.MkdirTemp("", "matrixexec-")
@@ -49,7 +51,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	var newFiles []string
 	switch {
 	case pkg == "runtime":
-		if err := checkTarget(c.tool); err != nil {
+		if err := checkTarget(c.Tool); err != nil {
 			return err
 		}
 		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks)
@@ -62,7 +64,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		newFiles, err = rewrite.PatchStd(pkg, files, tmp)
 		log.Debug().Err(err).Msg("added dispatch hooks")
 	case pkg == beatPkg:
-		if err := checkBeatABI(c.flags); err != nil {
+		if err := checkBeatABI(c); err != nil {
 			return err
 		}
 		newFiles = linkFiles(files, beatPlainFile, beatLinkedFile)
@@ -71,7 +73,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		newFiles = linkFiles(files, tracerPlainFile, tracerLinkedFile)
 		log.Debug().Msg("linked the tracer to the runtime")
 	default:
-		newFiles, err = instrument(cfg, pkg, c.flags, files, tmp)
+		newFiles, err = instrument(cfg, c, tmp)
 		if err == nil {
 			newFiles, err = patchTestMain(files, newFiles, tmp)
 		}
@@ -80,8 +82,8 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return err
 	}
 	var after func(string) error
-	if p, _ := c.flag("p"); p == "main" && !c.has("std") {
-		extra, importcfg, fn, err := injectAuto(cfg, c.tool, c.flags, files, tmp)
+	if p, _ := c.Flag("p"); p == "main" && !c.Has("std") {
+		extra, importcfg, fn, err := zerocode.Inject(cfg.zeroCodeConfig(), c, tmp)
 		if err != nil {
 			return err
 		}
@@ -90,16 +92,16 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 				newFiles = files
 			}
 			newFiles = append(newFiles, extra)
-			c.set("importcfg", importcfg)
+			c.Set("importcfg", importcfg)
 			after = fn
 		}
 	}
 	if newFiles != nil {
-		c.flags = trimTemp(c.flags, tmp)
-		c.operands = newFiles
+		c.TrimDir(tmp)
+		c.Operands = newFiles
 	}
-	out, _ := c.flag("o")
-	args, err = toolArgs(c.args(), tmp)
+	out, _ := c.Flag("o")
+	args, err = c.Argv(tmp)
 	if err != nil {
 		return err
 	}
@@ -110,28 +112,6 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return after(out)
 	}
 	return nil
-}
-
-// trimTemp returns the compiler flags with dir, where the rewritten files
-// are, trimmed from file names (as cmd/go trims the $WORK directory where
-// cmd/cover writes its files). Untrimmed, the random directory name would
-// be in the export data, whose hash identifies the package: separate
-// compiles of one package would differ, and plugin.Open would refuse a
-// plugin ("built with a different version of package runtime").
-func trimTemp(flags []string, dir string) []string {
-	rule := dir + "=>"
-	out := append([]string(nil), flags...)
-	for i, a := range out {
-		if a == "-trimpath" && i+1 < len(out) {
-			out[i+1] = rule + ";" + out[i+1]
-			return out
-		}
-		if v, ok := strings.CutPrefix(a, "-trimpath="); ok {
-			out[i] = "-trimpath=" + rule + ";" + v
-			return out
-		}
-	}
-	return append(out, "-trimpath", rule)
 }
 
 // patchTestMain makes the main function of a test binary end the start-up
@@ -175,14 +155,15 @@ func linkFiles(files []string, plain, linked string) []string {
 	return out
 }
 
-// instrument rewrites the package's files into dir and returns the new file
-// list, or nil to compile the package unchanged.
-func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]string, error) {
+// instrument rewrites the files of the package c compiles into dir and
+// returns the new file list, or nil to compile the package unchanged.
+func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
+	pkg, files := c.ImportPath(), c.Operands
 	rules, err := loadRules(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if ok, reason := rules.Package(pkg, hasFlag(flags, "std")); !ok {
+	if ok, reason := rules.Package(pkg, c.Has("std")); !ok {
 		cfg.log.Debug().Str("pkg", pkg).Str("reason", reason).Msg("package not instrumented")
 		return nil, nil
 	}
@@ -193,12 +174,12 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 		}
 		srcs = append(srcs, f)
 	}
-	trim, _ := flagValue(flags, "trimpath")
-	tc, err := typesConfig(flags)
+	trim, _ := c.Flag("trimpath")
+	tc, err := typesConfig(c)
 	if err != nil {
 		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
 	}
-	profile, err := pgoProfile(flags)
+	profile, err := pgoProfile(c)
 	if err != nil {
 		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
 	}
@@ -206,7 +187,7 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	if profile != nil {
 		// The profile names functions by linker symbol, whose package
 		// part is the compiler's -p (main for commands).
-		linkPkg, _ := flagValue(flags, "p")
+		linkPkg, _ := c.Flag("p")
 		hot = func(name string) bool { return profile.Hot(linkPkg + "." + name) }
 	}
 	plan, err := rewrite.NewPlan(srcs, rewrite.Options{
@@ -281,20 +262,11 @@ func instrument(cfg *config, pkg string, flags, files []string, dir string) ([]s
 	return append([]string{hooksPath}, newFiles...), nil
 }
 
-// pkgKey is the package path under which functions are recorded in the
-// map: test variants ("p [p.test]") share the ids of their package.
-func pkgKey(pkg string) string {
-	if i := strings.Index(pkg, " ["); i >= 0 {
-		return pkg[:i]
-	}
-	return pkg
-}
-
 // typesConfig returns what type checking the package needs from its
 // compile: the importcfg's content, the -lang version and the target's
 // sizes. It returns nil for a compile without an importcfg.
-func typesConfig(flags []string) (*rewrite.TypesConfig, error) {
-	path, ok := flagValue(flags, "importcfg")
+func typesConfig(c *toolcmd.Cmd) (*rewrite.TypesConfig, error) {
+	path, ok := c.Flag("importcfg")
 	if !ok {
 		return nil, nil
 	}
@@ -302,7 +274,7 @@ func typesConfig(flags []string) (*rewrite.TypesConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read importcfg: %w", err)
 	}
-	lang, _ := flagValue(flags, "lang")
+	lang, _ := c.Flag("lang")
 	goarch := os.Getenv("GOARCH")
 	if goarch == "" {
 		goarch = runtime.GOARCH
@@ -313,8 +285,8 @@ func typesConfig(flags []string) (*rewrite.TypesConfig, error) {
 // pgoProfile reads the compile's -pgoprofile, if it is a preprocessed
 // profile (cmd/go passes one from Go 1.23 on). It returns nil otherwise:
 // then no function is taken for hot.
-func pgoProfile(flags []string) (*pgohot.Profile, error) {
-	path, ok := flagValue(flags, "pgoprofile")
+func pgoProfile(c *toolcmd.Cmd) (*pgohot.Profile, error) {
+	path, ok := c.Flag("pgoprofile")
 	if !ok || path == "" {
 		return nil, nil
 	}
@@ -350,7 +322,7 @@ func (cfg *config) mapPos(pos string) string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	for _, base := range []string{getenv("GOMODCACHE"), goRootSrc(getenv), moduleRoot(getenv)} {
+	for _, base := range []string{getenv("GOMODCACHE"), goRootSrc(getenv), gocmd.ModuleRoot(getenv)} {
 		if base == "" {
 			continue
 		}

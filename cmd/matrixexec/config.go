@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/rs/zerolog"
 )
@@ -18,7 +19,7 @@ import (
 // config is the build configuration: flags inside the -toolexec string
 // override the MATRIX_* environment, which overrides the defaults.
 // MATRIX_ZEROCODE_MODULE, environment only, is checked here and read where
-// it is used (see envZeroCodeModule).
+// it is used (see zerocode.EnvModule).
 type config struct {
 	mapPath       string // method mapping file
 	mapSet        bool   // the map was named explicitly: its owner is not checked
@@ -27,7 +28,7 @@ type config struct {
 	inlineBudget  int
 	returnExits   bool // exit hooks at the returns (-exits returns)
 	logPath       string
-	zeroCode      string // zeroAuto, zeroOn or zeroOff
+	zeroCode      string // zerocode.Auto, zerocode.On or zerocode.Off
 	toolPath      string // the tool cmd/go runs through us, if any
 	debugHooks    bool   // build the runtime variant that can print every hook
 	log           zerolog.Logger
@@ -78,20 +79,20 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	}
 	switch cfg.zeroCode {
 	case "":
-		cfg.zeroCode = zeroAuto
-	case zeroAuto, zeroOn, zeroOff:
+		cfg.zeroCode = zerocode.Auto
+	case zerocode.Auto, zerocode.On, zerocode.Off:
 	default:
 		return nil, nil, fmt.Errorf("bad zero-code mode %q (MATRIX_ZEROCODE or -zerocode): want auto, on or off", cfg.zeroCode)
 	}
-	if err := checkZeroCodeModule(getenv(envZeroCodeModule)); err != nil {
+	if err := zerocode.CheckModule(getenv(zerocode.EnvModule)); err != nil {
 		return nil, nil, err
 	}
 	cfg.blacklistSet = cfg.blacklistPath != ""
 	cfg.mapSet = cfg.mapPath != ""
 	cfg.debugHooks = getenv("MATRIX_DEBUG_HOOKS") == "1"
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
-		dir := filepath.Join(moduleRoot(getenv), defaultDir)
-		if !inModule(getenv) || pkgAtVersion(goCommandLine()) {
+		dir := filepath.Join(gocmd.ModuleRoot(getenv), defaultDir)
+		if !gocmd.InModule(getenv) || gocmd.PkgAtVersion(goCommandLine()) {
 			// A build outside any module (GOPATH mode, go run file.go
 			// in a bare directory) has no module to keep a map with:
 			// the map goes to the user's cache, not to whatever the
@@ -183,7 +184,7 @@ func (cfg *config) mapOwner() idalloc.Owner {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	root := moduleRoot(getenv)
+	root := gocmd.ModuleRoot(getenv)
 	var (
 		owner idalloc.Owner
 		err   error
@@ -206,89 +207,20 @@ func (cfg *config) mapOwner() idalloc.Owner {
 	return owner
 }
 
-// moduleRoot returns the directory whose .matrix folder holds the default
-// map and blacklist: the workspace root when a go.work is in use, otherwise
-// the main module's root, otherwise the current directory. cmd/go runs the
-// tools in the directory where it was invoked.
-func moduleRoot(getenv func(string) string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	if w := getenv("GOWORK"); w != "" && w != "off" && filepath.IsAbs(w) {
-		return filepath.Dir(w)
-	}
-	mod := ""
-	for dir := wd; ; {
-		if getenv("GOWORK") != "off" && exists(filepath.Join(dir, "go.work")) {
-			return dir
-		}
-		if mod == "" && exists(filepath.Join(dir, "go.mod")) {
-			mod = dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	if mod != "" {
-		return mod
-	}
-	return wd
-}
-
-// goCommand is the go command that runs matrixexec (see goCommandOf),
-// read once per invocation.
-var goCommand = sync.OnceValue(func() process { return goCommandOf(readProcess, os.Getppid()) })
-
-// goCommandLine returns the command line of the go command that runs
-// matrixexec, nil if unknown.
-var goCommandLine = func() []string { return goCommand().args }
-
-// goCommandDir returns the working directory of the go command that runs
-// matrixexec (after its -C), "" if unknown: its relative flag values are
-// relative to it, and the nested build of MATRIX_ZEROCODE_MODULE runs
-// elsewhere.
-var goCommandDir = func() string { return goCommand().cwd }
-
-// pkgAtVersion reports whether a go command line installs or runs a
-// package at a version (go install pkg@version, go run pkg@version).
-func pkgAtVersion(args []string) bool {
-	if len(args) < 3 || args[1] != "install" && args[1] != "run" {
-		return false
-	}
-	for i := 2; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return false
-		}
-		if !strings.HasPrefix(a, "-") {
-			return strings.Contains(a, "@") // the first package
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !hasValue && (buildFlagArity[name] || otherValueFlags[name]) {
-			i++ // its value
-		}
-	}
-	return false
-}
-
-// inModule reports whether the build has a main module or workspace: module
-// mode is on and a go.mod or go.work is found from the current directory
-// up (or GOWORK names one).
-func inModule(getenv func(string) string) bool {
-	if getenv("GO111MODULE") == "off" {
-		return false
-	}
-	if w := getenv("GOWORK"); w != "" && w != "off" && filepath.IsAbs(w) {
-		return true
-	}
-	root := moduleRoot(getenv)
-	return exists(filepath.Join(root, "go.mod")) || (getenv("GOWORK") != "off" && exists(filepath.Join(root, "go.work")))
-}
-
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// goCommandLine returns the command line of the go command that runs
+// matrixexec, nil if unknown (tests replace it).
+var goCommandLine = gocmd.Line
+
+// zeroCodeConfig returns what zero-code mode takes from the configuration.
+func (cfg *config) zeroCodeConfig() *zerocode.Config {
+	zc := &zerocode.Config{Mode: cfg.zeroCode, MapPath: cfg.mapPath, Log: &cfg.log}
+	if cfg.blacklistSet || exists(cfg.blacklistPath) {
+		zc.Blacklist = cfg.blacklistPath
+	}
+	return zc
 }

@@ -16,6 +16,9 @@ import (
 	"sync"
 
 	"github.com/matrixgo/matrix/blacklist"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 )
 
 // toolexec runs the tool cmd/go asked for, instrumenting compiles.
@@ -34,6 +37,28 @@ func toolexec(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Wri
 		return link(cfg, args, stdin, stdout, stderr)
 	}
 	return runTool(args, stdin, stdout, stderr)
+}
+
+// link adds the packages of the zero-code tracer to the link of a main
+// package that imports it (see zerocode.PrepareLink), then runs the linker.
+func link(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c, err := toolcmd.ParseLink(args)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "matrixexec-link-")
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := zerocode.PrepareLink(cfg.zeroCodeConfig(), c, tmp); err != nil {
+		return err
+	}
+	argv, err := c.Argv(tmp)
+	if err != nil {
+		return err
+	}
+	return runTool(argv, stdin, stdout, stderr)
 }
 
 // runTool runs a tool with our stdio and returns its exit status as an
@@ -154,11 +179,11 @@ func configHash(cfg *config) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(h, "map:%s\n", id)
-	if cfg.zeroCode != zeroOff && mentionsSelf() {
+	if cfg.zeroCode != zerocode.Off && zerocode.MentionsSelf() {
 		// Main packages are compiled against the zero-code tracer, which
 		// cmd/go does not know they depend on: its sources are part of
 		// the configuration.
-		src, err := tracerSourceHash(goToolFor(cfg.toolPath))
+		src, err := zerocode.TracerSourceHash(gocmd.ToolGo(cfg.toolPath))
 		if err != nil {
 			cfg.log.Warn().Err(err).Msg("zero-code tracer sources not hashed")
 		}
@@ -214,128 +239,6 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
-}
-
-// expandArgs replaces @responsefile arguments by their content, decoded as
-// cmd/internal/objabi does.
-func expandArgs(in []string) ([]string, error) {
-	var out []string
-	for _, s := range in {
-		if !strings.HasPrefix(s, "@") {
-			out = append(out, s)
-			continue
-		}
-		data, err := os.ReadFile(s[1:])
-		if err != nil {
-			return nil, fmt.Errorf("read response file: %w", err)
-		}
-		lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(data), "\r", "")), "\n")
-		for i, l := range lines {
-			lines[i] = decodeArg(l)
-		}
-		sub, err := expandArgs(lines)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sub...)
-	}
-	return out, nil
-}
-
-func decodeArg(arg string) string {
-	if !strings.ContainsAny(arg, "\\") {
-		return arg
-	}
-	var b strings.Builder
-	for i := 0; i < len(arg); i++ {
-		if arg[i] == '\\' && i+1 < len(arg) {
-			switch arg[i+1] {
-			case '\\':
-				b.WriteByte('\\')
-				i++
-				continue
-			case 'n':
-				b.WriteByte('\n')
-				i++
-				continue
-			}
-		}
-		b.WriteByte(arg[i])
-	}
-	return b.String()
-}
-
-func encodeArg(arg string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(arg)
-}
-
-// responseFileThreshold is the argument length above which we hand the
-// compiler a response file again, well below every OS limit.
-const responseFileThreshold = 30000
-
-// toolArgs returns args ready to exec, moving them into a response file in
-// dir when they are long.
-func toolArgs(args []string, dir string) ([]string, error) {
-	n := 0
-	for _, a := range args {
-		n += len(a) + 1
-	}
-	if n < responseFileThreshold {
-		return args, nil
-	}
-	var b strings.Builder
-	for _, a := range args[1:] {
-		b.WriteString(encodeArg(a))
-		b.WriteByte('\n')
-	}
-	path := filepath.Join(dir, "args")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		return nil, fmt.Errorf("write response file: %w", err)
-	}
-	return []string{args[0], "@" + path}, nil
-}
-
-// flagValue returns the value of a -name value or -name=value flag.
-func flagValue(args []string, name string) (string, bool) {
-	for i, a := range args {
-		if a == "-"+name && i+1 < len(args) {
-			return args[i+1], true
-		}
-		if v, ok := strings.CutPrefix(a, "-"+name+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// setFlag replaces the value of a -name value or -name=value flag in place.
-func setFlag(args []string, name, value string) {
-	for i, a := range args {
-		if a == "-"+name && i+1 < len(args) {
-			args[i+1] = value
-		} else if strings.HasPrefix(a, "-"+name+"=") {
-			args[i] = "-" + name + "=" + value
-		}
-	}
-}
-
-func hasFlag(args []string, name string) bool {
-	for _, a := range args {
-		if a == "-"+name || a == "-"+name+"=true" {
-			return true
-		}
-	}
-	return false
-}
-
-// goFiles returns the index of the first source file: cmd/go puts the files
-// after all flags.
-func goFiles(args []string) int {
-	i := len(args)
-	for i > 1 && strings.HasSuffix(args[i-1], ".go") && !strings.HasPrefix(args[i-1], "-") {
-		i--
-	}
-	return i
 }
 
 var _ = strconv.Itoa

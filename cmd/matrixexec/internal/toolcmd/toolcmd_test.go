@@ -1,0 +1,118 @@
+package toolcmd
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+func TestToolCmd(t *testing.T) {
+	t.Setenv("TOOLEXEC_IMPORTPATH", "")
+	dir := t.TempDir()
+	rsp := filepath.Join(dir, "args")
+	if err := os.WriteFile(rsp, []byte("-importcfg=/w/b001/importcfg\n-pack\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"/go/pkg/tool/compile", "-o", "/w/b001/_pkg_.a", "-p", "example.com/lib", "@" + rsp, "-std", "/src/a.go", "/src/b.go"}
+	c, err := ParseCompile(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tool != args[0] || !slices.Equal(c.Operands, []string{"/src/a.go", "/src/b.go"}) {
+		t.Errorf("tool %q, files %q", c.Tool, c.Operands)
+	}
+	if v, ok := c.Flag("importcfg"); !ok || v != "/w/b001/importcfg" {
+		t.Errorf("importcfg from the response file: %q, %v", v, ok)
+	}
+	if !c.Has("std") || c.Has("race") {
+		t.Errorf("has(std) %v, has(race) %v", c.Has("std"), c.Has("race"))
+	}
+	if got := c.ImportPath(); got != "example.com/lib" {
+		t.Errorf("importPath %q", got)
+	}
+	c.Set("importcfg", "/tmp/new")
+	c.Set("o", "/tmp/out.a")
+	want := []string{"/go/pkg/tool/compile", "-o", "/tmp/out.a", "-p", "example.com/lib", "-importcfg=/tmp/new", "-pack", "-std", "/src/a.go", "/src/b.go"}
+	if got := c.Args(); !slices.Equal(got, want) {
+		t.Errorf("args\n got %q\nwant %q", got, want)
+	}
+
+	// The rewritten files' directory is trimmed first, before cmd/go's
+	// rules; without -trimpath, it is the only rule.
+	c, err = ParseCompile([]string{"/go/pkg/tool/compile", "-trimpath", "/w/b001=>", "-p", "x", "/src/x.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.TrimDir("/tmp/mx1")
+	if got, want := c.Args(), []string{"/go/pkg/tool/compile", "-trimpath", "/tmp/mx1=>;/w/b001=>", "-p", "x", "/src/x.go"}; !slices.Equal(got, want) {
+		t.Errorf("args after trimDir\n got %q\nwant %q", got, want)
+	}
+	c, err = ParseCompile([]string{"/go/pkg/tool/compile", "-p", "x", "/src/x.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.TrimDir("/tmp/mx2")
+	if got, want := c.Args(), []string{"/go/pkg/tool/compile", "-p", "x", "-trimpath", "/tmp/mx2=>", "/src/x.go"}; !slices.Equal(got, want) {
+		t.Errorf("args after trimDir\n got %q\nwant %q", got, want)
+	}
+
+	// A command's -p is main; the import path comes from cmd/go.
+	t.Setenv("TOOLEXEC_IMPORTPATH", "example.com/cmd/app [example.com/cmd/app.test]")
+	c, err = ParseCompile([]string{"/go/pkg/tool/compile", "-p", "main", "/src/main.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ImportPath(); got != "example.com/cmd/app" {
+		t.Errorf("importPath %q", got)
+	}
+
+	l, err := ParseLink([]string{"/go/pkg/tool/link", "-o", "/w/a.out", "-importcfg", "/w/importcfg.link", "/w/b001/_pkg_.a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(l.Operands, []string{"/w/b001/_pkg_.a"}) || l.MainArchive() != "/w/b001/_pkg_.a" {
+		t.Errorf("link operands %q, main archive %q", l.Operands, l.MainArchive())
+	}
+	l.Set("importcfg", "/tmp/importcfg.link")
+	if got, want := l.Args(), []string{"/go/pkg/tool/link", "-o", "/w/a.out", "-importcfg", "/tmp/importcfg.link", "/w/b001/_pkg_.a"}; !slices.Equal(got, want) {
+		t.Errorf("link args\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestResponseFiles(t *testing.T) {
+	dir := t.TempDir()
+	rsp := filepath.Join(dir, "args")
+	if err := os.WriteFile(rsp, []byte("-p\nexample.com/x\nline\\nbreak\nback\\\\slash\n/abs/a.go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ExpandArgs([]string{"/tool/compile", "@" + rsp, "/abs/b.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/tool/compile", "-p", "example.com/x", "line\nbreak", `back\slash`, "/abs/a.go", "/abs/b.go"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("expandArgs = %q, want %q", got, want)
+	}
+	// Long argument lists go back into a response file that decodes the same.
+	long := []string{"/tool/compile"}
+	for i := 0; i < 5000; i++ {
+		long = append(long, filepath.Join("/very/long/path/to/a/package", "file_with_a_long_name.go"))
+	}
+	long = append(long, "tricky\nname.go")
+	packed, err := (&Cmd{Tool: long[0], Flags: long[1:]}).Argv(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packed) != 2 || packed[1][0] != '@' {
+		t.Fatalf("long args not packed: %d args", len(packed))
+	}
+	back, err := ExpandArgs(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, long) {
+		t.Fatal("response file round trip changed the arguments")
+	}
+}
