@@ -458,61 +458,59 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 		if w.dumpCovers(now, s.start) {
 			block, note = scrubStack(goroutineBlock(w.dump, s.goid)), noteNoThreadStack
 		}
-		common := func(detail string) map[string]any {
-			c := map[string]any{
-				"detail":      detail,
-				"cost":        s.age.Milliseconds(),
-				"scene":       scene,
-				"name":        s.name,
-				"kind":        s.kind.String(),
-				"threadId":    s.goid,
-				"goroutine":   s.goid,
-				"threadStack": block,
-				"serving":     served > 0,
-				"served":      served,
-				"running":     running,
-				"goroutines":  goroutines,
+		common := func(detail string) *EvilReport {
+			r := &EvilReport{
+				Detail:   detail,
+				Cost:     s.age.Milliseconds(),
+				Scene:    scene,
+				Dispatch: &DispatchFields{Name: s.name, Kind: s.kind.String(), ThreadID: s.goid, Goroutine: s.goid},
+				Watchdog: &WatchdogFields{
+					ThreadStack: block,
+					Serving:     served > 0,
+					Served:      served,
+					Running:     running,
+					Goroutines:  goroutines,
+				},
+				TraceParent: validTraceParent(s.traceCtx),
 			}
 			if block == "" {
-				c["note"] = note
+				r.Note = note
 			}
-			if tp := validTraceParent(s.traceCtx); tp != "" {
-				c[KeyTraceParent] = tp
-			}
-			return c
+			return r
 		}
 		if s.lag {
-			c := common(DetailLag)
+			r := common(DetailLag)
 			key := blockedIn(block)
 			if key == "" {
 				key = scene
 			}
-			if w.r.Report(NewIssue(TagEvilMethod, key, now, c)) {
+			if w.r.Report(newReportIssue(TagEvilMethod, key, now, r)) {
 				t.lags.Add(1)
 			}
 		}
 		if s.anr {
-			c := common(DetailANR)
+			r := common(DetailANR)
 			if memory == nil {
 				memory = w.m.memory()
 				prio, nice, hasPrio = processPriority()
 			}
-			key := anrTree(c, s)
+			key := anrTree(r, s)
 			mem := make(map[string]uint64, len(memory))
 			for k, v := range memory {
 				mem[k] = v
 			}
-			c["memory"] = mem
-			if hasPrio {
-				c["processPriority"] = prio
-				c["processNice"] = nice
+			r.ANR = &ANRFields{
+				Memory:    mem,
+				GCPauseMs: gcPauseMs(base.gc, gc, procs),
+				GCCycles:  gc.cycles - min(base.gc.cycles, gc.cycles),
 			}
-			c["gcPauseMs"] = gcPauseMs(base.gc, gc, procs)
-			c["gcCycles"] = gc.cycles - min(base.gc.cycles, gc.cycles)
+			if hasPrio {
+				r.ANR.ProcessPriority, r.ANR.ProcessNice = &prio, &nice
+			}
 			// Matrix: the ANR issue key is always "0", so every ANR
 			// falls into one cluster. The stack key clusters them by
 			// the function that explains the hang, as for slow calls.
-			if w.r.Report(NewIssue(TagEvilMethod, key, now, c)) {
+			if w.r.Report(newReportIssue(TagEvilMethod, key, now, r)) {
 				t.anrs.Add(1)
 			}
 		}
@@ -529,9 +527,9 @@ func (w *watchdog) dumpCovers(now, start time.Time) bool {
 // anrTree analyses the partial records of a stuck dispatch (strict mode,
 // methods still open closed at the time of the copy) into content, and
 // returns the stack key.
-func anrTree(c map[string]any, s stuck) string {
+func anrTree(r *EvilReport, s stuck) string {
 	tree := buildTree(s.recs, nil, analysis.Strict, s.nowMs, s.age.Milliseconds())
-	tree.fill(c, treeNote(s.recorded, len(s.recs) > 0))
+	tree.fill(r, treeNote(s.recorded, len(s.recs) > 0))
 	return tree.key
 }
 

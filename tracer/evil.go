@@ -258,23 +258,19 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 	if scene == "" {
 		scene = j.name
 	}
-	content := map[string]any{
-		"detail":    DetailNormal,
-		"scene":     scene,
-		"name":      j.name,
-		"kind":      j.kind.String(),
-		"threadId":  j.goid,
-		"goroutine": j.goid,
+	r := &EvilReport{
+		Detail:      DetailNormal,
+		Scene:       scene,
+		Dispatch:    &DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid},
+		TraceParent: validTraceParent(j.traceCtx),
 	}
-	tree.fill(content, treeNote(j.recorded, len(j.recs) > 0))
-	if tp := validTraceParent(j.traceCtx); tp != "" {
-		content[KeyTraceParent] = tp
-	}
+	tree.fill(r, treeNote(j.recorded, len(j.recs) > 0))
 	if j.hasCPU {
-		content["cpu"] = j.cpuNs / int64(time.Millisecond)
+		cpu := j.cpuNs / int64(time.Millisecond)
+		r.CPU = &cpu
 		if j.cpuWall > 0 {
-			content["usage"] = strconv.FormatFloat(100*float64(j.cpuNs)/float64(j.cpuWall), 'f', 2, 64) + "%"
+			r.Usage = strconv.FormatFloat(100*float64(j.cpuNs)/float64(j.cpuWall), 'f', 2, 64) + "%"
 		}
 	}
-	return NewIssue(TagEvilMethod, tree.key, j.end, content)
+	return newReportIssue(TagEvilMethod, tree.key, j.end, r)
 }

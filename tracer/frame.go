@@ -411,13 +411,13 @@ func (t *FrameTracer) Stop() {
 	for _, s := range scenes {
 		s.mu.Lock()
 		s.closed = true
-		var content map[string]any
+		var content *FrameReport
 		if s.frames > 0 {
 			content = s.content()
 		}
 		s.mu.Unlock()
 		if content != nil {
-			run.r.Report(NewIssue(TagFPS, s.key.scene, now, content))
+			run.r.Report(newReportIssue(TagFPS, s.key.scene, now, content))
 		}
 	}
 }
@@ -455,7 +455,7 @@ func (s *sceneStats) reset() {
 }
 
 // content is the report of the frames since the last one; s.mu is held.
-func (s *sceneStats) content() map[string]any {
+func (s *sceneStats) content() *FrameReport {
 	interval := s.key.interval
 	frameTime := time.Duration(s.slots) * interval
 	refresh := float64(time.Second) / float64(interval)
@@ -465,16 +465,16 @@ func (s *sceneStats) content() map[string]any {
 		level[i.String()] = s.level[i]
 		sum[i.String()] = s.sum[i]
 	}
-	return map[string]any{
-		"scene":       s.key.scene,
-		"dropLevel":   level,
-		"dropSum":     sum,
-		"fps":         round(refresh*float64(s.frames)/float64(s.slots), 2),
-		"refreshRate": round(refresh, 2),
-		"interval":    round(float64(interval)/float64(time.Millisecond), 3),
-		"frames":      s.frames,
-		"dropped":     s.dropped,
-		"frameTime":   frameTime.Milliseconds(),
+	return &FrameReport{
+		Scene:       s.key.scene,
+		DropLevel:   level,
+		DropSum:     sum,
+		FPS:         round(refresh*float64(s.frames)/float64(s.slots), 2),
+		RefreshRate: round(refresh, 2),
+		Interval:    round(float64(interval)/float64(time.Millisecond), 3),
+		Frames:      s.frames,
+		Dropped:     s.dropped,
+		FrameTime:   frameTime.Milliseconds(),
 	}
 }
 
@@ -500,7 +500,7 @@ func (t *FrameTracer) frame(cache *atomic.Pointer[sceneStats], k sceneKey, cost 
 	set := t.settings.Load()
 	dropped := DroppedFrames(cost, k.interval)
 	lv := set.th.Level(dropped)
-	var content map[string]any
+	var content *FrameReport
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -513,7 +513,7 @@ func (t *FrameTracer) frame(cache *atomic.Pointer[sceneStats], k sceneKey, cost 
 	}
 	s.mu.Unlock()
 	if content != nil {
-		run.r.Report(NewIssue(TagFPS, k.scene, time.Time{}, content))
+		run.r.Report(newReportIssue(TagFPS, k.scene, time.Time{}, content))
 	}
 	if p := t.listeners.Load(); p != nil {
 		for _, fl := range *p {

@@ -83,7 +83,12 @@ type Issue struct {
 	Key string
 	// ID is the issue's unique id, as in Content["id"].
 	ID string
-	// Content holds the report fields.
+	// Report is the report as its typed struct: *EvilReport,
+	// *StartupReport or *FrameReport for the issues of this package's
+	// tracers; nil for an issue made by NewIssue. Listeners share it and
+	// must not modify it.
+	Report any
+	// Content holds the report fields, under the report's field names.
 	Content map[string]any
 }
 

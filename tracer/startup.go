@@ -566,22 +566,17 @@ func coldIssues(in coldInput) []Issue {
 	if proc.IsZero() || proc.After(in.ready) {
 		proc = in.ready
 	}
-	content := map[string]any{
-		"application_create":    p.applicationCreate,
-		"first_activity_create": p.firstActivityCreate,
-		"startup_duration":      p.startupDuration,
-		"is_warm_start_up":      false,
-		"process_to_runtime":    p.processToRuntime,
-		"init":                  p.init,
-		"scene":                 in.scene,
-		"process_start_source":  source,
-		"process_start":         proc.Format(time.RFC3339Nano),
-		"main_entered":          p.mainEntered,
+	report := &StartupReport{
+		ApplicationCreate:   p.applicationCreate,
+		FirstActivityCreate: p.firstActivityCreate,
+		StartupDuration:     p.startupDuration,
+		ProcessToRuntime:    p.processToRuntime,
+		Init:                p.init,
+		Scene:               in.scene,
+		Process:             &ProcessFields{Source: source, Start: proc.Format(time.RFC3339Nano), MainEntered: p.mainEntered},
+		Note:                strings.Join(notes, "; "),
 	}
-	if len(notes) > 0 {
-		content["note"] = strings.Join(notes, "; ")
-	}
-	issues := []Issue{NewIssue(TagStartUp, "cold", in.ready, content)}
+	issues := []Issue{newReportIssue(TagStartUp, "cold", in.ready, report)}
 	// Matrix: allCost > coldStartupThresholdMs.
 	if time.Duration(p.startupDuration)*time.Millisecond <= in.threshold {
 		return issues
@@ -594,19 +589,20 @@ func coldIssues(in coldInput) []Issue {
 		note = noteNoStartupRec
 	}
 	tree := buildTree(in.info.Records, nil, analysis.NonStrict, 0, p.init)
-	sc := map[string]any{
-		"detail":                DetailStartup,
-		"scene":                 in.scene,
-		"subType":               1,
-		"is_warm_start_up":      false,
-		"startup_duration":      p.startupDuration,
-		"application_create":    p.applicationCreate,
-		"first_activity_create": p.firstActivityCreate,
-		"init":                  p.init,
+	sc := &EvilReport{
+		Detail: DetailStartup,
+		Scene:  in.scene,
+		Startup: &StartupFields{
+			SubType:             1,
+			StartupDuration:     p.startupDuration,
+			ApplicationCreate:   &p.applicationCreate,
+			FirstActivityCreate: &p.firstActivityCreate,
+			Init:                &p.init,
+		},
 	}
 	tree.fill(sc, note)
-	sc["cost"] = max(p.startupDuration, tree.res.Cost) // the start-up's, when longer than its tree
-	return append(issues, NewIssue(TagEvilMethod, tree.key, in.ready, sc))
+	sc.Cost = max(p.startupDuration, tree.res.Cost) // the start-up's, when longer than its tree
+	return append(issues, newReportIssue(TagEvilMethod, tree.key, in.ready, sc))
 }
 
 // warmIssues builds the TagStartUp issue of a warm start-up and, over the
@@ -617,16 +613,7 @@ func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
 		d = 0
 	}
 	cost := d.Milliseconds()
-	content := map[string]any{
-		"application_create":    int64(0),
-		"first_activity_create": int64(0),
-		"startup_duration":      cost,
-		"is_warm_start_up":      true,
-		"process_to_runtime":    int64(0),
-		"init":                  int64(0),
-		"scene":                 ev.scene,
-	}
-	issues := []Issue{NewIssue(TagStartUp, "warm", ev.at, content)}
+	issues := []Issue{newReportIssue(TagStartUp, "warm", ev.at, &StartupReport{StartupDuration: cost, IsWarmStartUp: true, Scene: ev.scene})}
 	if d <= threshold {
 		return issues
 	}
@@ -635,13 +622,11 @@ func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
 	if note == "" && len(tree.res.Items) == 0 {
 		note = noteWrapped
 	}
-	sc := map[string]any{
-		"detail":           DetailStartup,
-		"scene":            ev.scene,
-		"subType":          2,
-		"is_warm_start_up": true,
-		"startup_duration": cost,
+	sc := &EvilReport{
+		Detail:  DetailStartup,
+		Scene:   ev.scene,
+		Startup: &StartupFields{SubType: 2, IsWarmStartUp: true, StartupDuration: cost},
 	}
 	tree.fill(sc, note)
-	return append(issues, NewIssue(TagEvilMethod, tree.key, ev.at, sc))
+	return append(issues, newReportIssue(TagEvilMethod, tree.key, ev.at, sc))
 }

@@ -70,20 +70,13 @@ func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs ui
 	return callTree{res: res, frames: frames, key: key}
 }
 
-// fill sets a report's call-tree fields: cost, stack, stackKey, frames and
-// recorded; a non-empty note says why there is no tree, before a note the
-// report already has.
-func (t callTree) fill(c map[string]any, note string) {
-	c["cost"] = t.res.Cost
-	c["stack"] = t.res.Stack
-	c["stackKey"] = t.key
-	c["frames"] = t.frames
-	c["recorded"] = note == ""
+// fill sets a report's call tree and its cost; a non-empty note says why
+// there is no tree, before a note the report already has.
+func (t callTree) fill(r *EvilReport, note string) {
+	r.Cost = t.res.Cost
+	r.Tree = &TreeFields{Stack: t.res.Stack, StackKey: t.key, Frames: t.frames, Recorded: note == ""}
 	if note != "" {
-		if prev, ok := c["note"].(string); ok && prev != "" {
-			note += "; " + prev
-		}
-		c["note"] = note
+		r.addNote(note)
 	}
 }
 

@@ -1,0 +1,31 @@
+package commands
+
+import (
+	"testing"
+
+	"github.com/matrixgo/matrix/internal/testgo"
+	"github.com/matrixgo/matrix/tracer"
+	"github.com/matrixgo/matrix/tracer/otlp"
+)
+
+// TestReportNamesAreTheTracers: the fields the viewing commands and export
+// read are fields the tracer writes, under the same names.
+func TestReportNamesAreTheTracers(t *testing.T) {
+	written := testgo.JSONNames(tracer.EvilReport{})
+	for _, k := range []string{tracer.KeyTag, tracer.KeyProcess, tracer.KeyPID, tracer.KeyTime, tracer.KeyID} {
+		written[k] = true
+	}
+	for reader, fields := range map[string]any{"the viewing commands": report{}, "export": otlp.Report{}} {
+		for name := range testgo.JSONNames(fields) {
+			if !written[name] {
+				t.Errorf("%s read report field %q, which the tracer does not write", reader, name)
+			}
+		}
+	}
+	frame := testgo.JSONNames(tracer.Frame{})
+	for name := range testgo.JSONNames(otlp.Frame{}) {
+		if !frame[name] {
+			t.Errorf("export reads frame field %q, which the tracer does not write", name)
+		}
+	}
+}

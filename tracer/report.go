@@ -1,0 +1,223 @@
+package tracer
+
+import (
+	"reflect"
+	"strings"
+	"time"
+)
+
+// The tracers build their reports as the typed structs of this file.
+// Their json tags are the report's field names (Matrix's, where Matrix has
+// the field): the one place those names are spelled. An Issue carries the
+// struct (Issue.Report) and, converted at the edge, the same fields as a map
+// under those names (Issue.Content), which listeners write out as they are.
+//
+// A field tagged omitempty is left out of the content when it is zero, a nil
+// pointer is left out, and a non-nil one is stored as the value it points to.
+// A pointer to a struct tagged ",inline" is a group of fields that some
+// reports of a type carry and others do not: its fields are stored in the
+// content, as they are, when it is set.
+
+// EvilReport is the content of an issue tagged TagEvilMethod: a slow call
+// (detail DetailNormal), a dispatch still running at the lag or ANR
+// threshold (DetailLag, DetailANR), or a slow start-up (DetailStartup).
+// See EvilMethodTracer, ANRTracer and StartupTracer for each field's
+// meaning.
+type EvilReport struct {
+	// Detail is one of the Detail* constants.
+	Detail string `json:"detail"`
+	// Scene is the dispatch's scene (a route pattern, …), else its name;
+	// for a start-up, the start-up's scene.
+	Scene string `json:"scene"`
+	// Cost is the dispatch's (or start-up's) duration so far, in ms.
+	Cost int64 `json:"cost"`
+	// Dispatch is the dispatch reported; nil for a start-up.
+	Dispatch *DispatchFields `json:",inline"`
+	// Tree is the call tree; nil for a lag.
+	Tree *TreeFields `json:",inline"`
+	// Watchdog holds what the watchdog saw of a lag or ANR.
+	Watchdog *WatchdogFields `json:",inline"`
+	// ANR holds what the process looked like at an ANR.
+	ANR *ANRFields `json:",inline"`
+	// Startup describes a slow start-up.
+	Startup *StartupFields `json:",inline"`
+	// CPU is the process's CPU time over the dispatch, in ms, when the
+	// tracer measured it; Usage the same as a share of the wall time
+	// ("87.50%").
+	CPU   *int64 `json:"cpu,omitempty"`
+	Usage string `json:"usage,omitempty"`
+	// Note says why a report lacks something (a call tree, a stack).
+	Note string `json:"note,omitempty"`
+	// TraceParent is the W3C traceparent of the request, when it had a
+	// valid one.
+	TraceParent string `json:"traceparent,omitempty"`
+}
+
+// DispatchFields name the dispatch of an EvilReport.
+type DispatchFields struct {
+	// Name is the name the dispatch was begun with.
+	Name string `json:"name"`
+	// Kind is the dispatch's kind: custom, http, test, benchmark, frame.
+	Kind string `json:"kind"`
+	// ThreadID and Goroutine are both the dispatching goroutine's id
+	// (threadId is Matrix's name).
+	ThreadID  uint64 `json:"threadId"`
+	Goroutine uint64 `json:"goroutine"`
+}
+
+// TreeFields are the call tree of an EvilReport.
+type TreeFields struct {
+	// Stack is the trimmed tree as lines "depth,id,count,cost".
+	Stack string `json:"stack"`
+	// StackKey clusters similar incidents ("123|").
+	StackKey string `json:"stackKey"`
+	// Frames are Stack's lines with the functions named.
+	Frames []Frame `json:"frames"`
+	// Recorded is false when there is no call tree; Note then says why.
+	Recorded bool `json:"recorded"`
+}
+
+// WatchdogFields are what the ANR tracer reports of a lag or an ANR.
+type WatchdogFields struct {
+	// ThreadStack is the dispatching goroutine's stack as a panic prints
+	// it, scrubbed of argument values, code offsets and addresses.
+	ThreadStack string `json:"threadStack"`
+	// Serving: other dispatches ended since this one began; Served: how
+	// many.
+	Serving bool   `json:"serving"`
+	Served  uint64 `json:"served"`
+	// Running is the number of dispatches in progress, this one included.
+	Running int `json:"running"`
+	// Goroutines is runtime.NumGoroutine().
+	Goroutines int `json:"goroutines"`
+}
+
+// ANRFields are what an ANR report adds about the process.
+type ANRFields struct {
+	// Memory is {heapBytes, stackBytes, totalBytes, heapGoalBytes}.
+	Memory map[string]uint64 `json:"memory"`
+	// ProcessPriority and ProcessNice are /proc/self/stat fields 18 and
+	// 19 (Linux only).
+	ProcessPriority *int `json:"processPriority,omitempty"`
+	ProcessNice     *int `json:"processNice,omitempty"`
+	// GCPauseMs and GCCycles are the GC's stop-the-world time and cycles
+	// since the dispatch began.
+	GCPauseMs float64 `json:"gcPauseMs"`
+	GCCycles  uint64  `json:"gcCycles"`
+}
+
+// StartupFields describe the start-up of a DetailStartup report.
+type StartupFields struct {
+	// SubType is 1 for a cold start-up, 2 for a warm one.
+	SubType       int  `json:"subType"`
+	IsWarmStartUp bool `json:"is_warm_start_up"`
+	// StartupDuration is the start-up's duration in ms.
+	StartupDuration int64 `json:"startup_duration"`
+	// The phases of a cold start-up, in ms (see StartupReport).
+	ApplicationCreate   *int64 `json:"application_create,omitempty"`
+	FirstActivityCreate *int64 `json:"first_activity_create,omitempty"`
+	Init                *int64 `json:"init,omitempty"`
+}
+
+// StartupReport is the content of an issue tagged TagStartUp: the phases of
+// a cold or warm start-up, in ms (see StartupTracer).
+type StartupReport struct {
+	ApplicationCreate   int64  `json:"application_create"`
+	FirstActivityCreate int64  `json:"first_activity_create"`
+	StartupDuration     int64  `json:"startup_duration"`
+	IsWarmStartUp       bool   `json:"is_warm_start_up"`
+	ProcessToRuntime    int64  `json:"process_to_runtime"`
+	Init                int64  `json:"init"`
+	Scene               string `json:"scene"`
+	// Process is how the process started; nil for a warm start-up.
+	Process *ProcessFields `json:",inline"`
+	// Note says what the phases could not be measured from.
+	Note string `json:"note,omitempty"`
+}
+
+// ProcessFields say how a cold start-up's process start was measured.
+type ProcessFields struct {
+	// Source is one of the ProcessStart* constants.
+	Source string `json:"process_start_source"`
+	// Start is the process start, RFC 3339 with nanoseconds.
+	Start string `json:"process_start"`
+	// MainEntered: main.main was entered before the program was ready.
+	MainEntered bool `json:"main_entered"`
+}
+
+// FrameReport is the content of an issue tagged TagFPS: the frames of one
+// scene since its last report (see FrameTracer).
+type FrameReport struct {
+	Scene string `json:"scene"`
+	// DropLevel and DropSum count frames and dropped frames per level
+	// (DROPPED_FROZEN, …).
+	DropLevel map[string]int `json:"dropLevel"`
+	DropSum   map[string]int `json:"dropSum"`
+	// FPS is the frame rate achieved, RefreshRate the one expected, both
+	// per second; Interval the frame interval in ms.
+	FPS         float64 `json:"fps"`
+	RefreshRate float64 `json:"refreshRate"`
+	Interval    float64 `json:"interval"`
+	// Frames and Dropped count frames and frames dropped; FrameTime is
+	// the time they spanned, ms.
+	Frames    int   `json:"frames"`
+	Dropped   int   `json:"dropped"`
+	FrameTime int64 `json:"frameTime"`
+}
+
+// addNote puts note before a note the report already has.
+func (r *EvilReport) addNote(note string) {
+	if r.Note != "" {
+		note += "; " + r.Note
+	}
+	r.Note = note
+}
+
+// newReportIssue returns the issue of a typed report: Report is report,
+// and Content holds its fields under their json names plus the fields every
+// issue carries (see NewIssue).
+func newReportIssue(tag, key string, at time.Time, report any) Issue {
+	is := NewIssue(tag, key, at, contentOf(report))
+	is.Report = report
+	return is
+}
+
+// contentOf returns the fields of a report struct (or pointer to one) as a
+// map keyed by their json names, following the rules at the top of this
+// file.
+func contentOf(report any) map[string]any {
+	c := make(map[string]any, 24)
+	addFields(c, reflect.Indirect(reflect.ValueOf(report)))
+	return c
+}
+
+func addFields(c map[string]any, v reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		fv := v.Field(i)
+		if opts == "inline" {
+			if !fv.IsNil() {
+				addFields(c, fv.Elem())
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		switch {
+		case fv.Kind() == reflect.Pointer:
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		case opts == "omitempty" && fv.IsZero():
+			continue
+		}
+		c[name] = fv.Interface()
+	}
+}
