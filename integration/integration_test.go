@@ -7,6 +7,7 @@ package integration
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,18 @@ func run(m *testing.M) int {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building matrixexec:", err)
+		return 1
+	}
+	// The scripts build modules offline (GOPROXY=off) that require this
+	// module: the go command then reads the go.mod file of every module
+	// in its graph, versions the build does not select included. A module
+	// cache filled by building this module lacks those on a new machine;
+	// loading the graph once, with the proxy, fetches them.
+	cmd = exec.Command("go", "mod", "graph")
+	cmd.Dir = ".."
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "loading the module graph:", err)
 		return 1
 	}
 	sharedMap, err = testgo.SharedMap(filepath.Join(dir, "shared"), filepath.Join(binDir, "matrixexec"+exeSuffix()))
