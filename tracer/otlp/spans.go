@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/matrixgo/matrix/internal/abi"
 	"github.com/matrixgo/matrix/tracer"
 )
 
@@ -16,11 +17,11 @@ import (
 const ScopeName = "github.com/matrixgo/matrix/tracer/otlp"
 
 // dispatchID is the DISPATCH pseudo-function's id in reports.
-const dispatchID = 1048574
+const dispatchID = abi.DispatchID
 
-// maxMs bounds the costs and starts read from a report (the recorder's
-// 43-bit ms clock), so that they convert to ns without overflow.
-const maxMs = 1<<43 - 1
+// maxMs bounds the costs and starts read from a report (the largest time
+// a record holds), so that they convert to ns without overflow.
+const maxMs = abi.TimeMask
 
 // Report is the part of a JSON report line that export reads. Fields
 // absent from the line stay zero; Frame.Start is nil in reports written
