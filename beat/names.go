@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // Func is the name of an instrumented function, as carried in the binary:
@@ -23,12 +25,6 @@ func (f Func) String() string {
 		return "DISPATCH"
 	}
 	return f.Pkg + "." + f.Name
-}
-
-// nameTable mirrors the table each instrumented package registers.
-type nameTable struct {
-	next unsafe.Pointer
-	data string
 }
 
 var names struct {
@@ -72,8 +68,10 @@ func loadNames() {
 func parseNames(head unsafe.Pointer) (map[uint32]Func, map[string]bool) {
 	funcs := map[uint32]Func{}
 	pkgs := map[string]bool{}
-	for p := head; p != nil; p = (*nameTable)(p).next {
-		pkg, rest, _ := strings.Cut((*nameTable)(p).data, "\n")
+	// Each table is an abi.NameTable, the layout the runtime links and
+	// the files added to instrumented packages declare.
+	for p := head; p != nil; p = (*abi.NameTable)(p).Next {
+		pkg, rest, _ := strings.Cut((*abi.NameTable)(p).Data, "\n")
 		pkgs[pkg] = true
 		for _, line := range strings.Split(rest, "\n") {
 			idText, rest, ok1 := strings.Cut(line, " ")

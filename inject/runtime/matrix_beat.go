@@ -126,6 +126,16 @@ type matrixNameTable struct {
 	data string
 }
 
+// The view must match abi.NameTable, as matrixRing matches abi.Ring.
+var (
+	_ [unsafe.Offsetof(matrixNameTable{}.next) - matrixNameTableNextOffset]struct{}
+	_ [matrixNameTableNextOffset - unsafe.Offsetof(matrixNameTable{}.next)]struct{}
+	_ [unsafe.Offsetof(matrixNameTable{}.data) - matrixNameTableDataOffset]struct{}
+	_ [matrixNameTableDataOffset - unsafe.Offsetof(matrixNameTable{}.data)]struct{}
+	_ [unsafe.Sizeof(matrixNameTable{}) - matrixNameTableSize]struct{}
+	_ [matrixNameTableSize - unsafe.Sizeof(matrixNameTable{})]struct{}
+)
+
 // Start-up recording: when MATRIX_REPORT is set (and MATRIX_STARTUP is not
 // "off"), the main goroutine records from the runtime's own init until
 // main.main is entered, so that slow package initialisation shows by name.

@@ -229,6 +229,15 @@ type NameTable struct {
 	Data string
 }
 
+// Offsets of NameTable's fields and its size, rendered into the runtime
+// file, which checks its own view of the table against them when it
+// compiles.
+const (
+	NameTableNextOffset = unsafe.Offsetof(NameTable{}.Next)
+	NameTableDataOffset = unsafe.Offsetof(NameTable{}.Data)
+	NameTableSize       = unsafe.Sizeof(NameTable{})
+)
+
 // NameTableStruct is the Go type of a NameTable as the files matrixexec adds
 // to packages declare it (with unsafe imported under the given name).
 func NameTableStruct(unsafeName string) string {
@@ -296,6 +305,9 @@ const (
 	matrixRingSeqOffset   = %d
 	matrixRingRefsOffset  = %d
 	matrixRingSize       = %d
+	matrixNameTableNextOffset = %d
+	matrixNameTableDataOffset = %d
+	matrixNameTableSize       = %d
 	matrixRingRunning    = %d
 	matrixRingEnded      = %d
 	matrixRingAbandoned  = %d
@@ -314,6 +326,6 @@ const (
 		RingOuterOffset, RingFrameOffset, RingStateOffset,
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
 		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset,
-		RingSize, RingRunning, RingEnded, RingAbandoned,
+		RingSize, NameTableNextOffset, NameTableDataOffset, NameTableSize, RingRunning, RingEnded, RingAbandoned,
 		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtKindShift, ExtReasonShift, ExtMaxPCs)
 }
