@@ -21,7 +21,7 @@ type StartupInfo struct {
 	// with its exit.
 	Records []uint64
 	// Wrapped is true when the start-up made more calls than the start-up
-	// ring holds (abi.StartupRingSize, 131072 records): Records is then
+	// ring holds (abi.StartupRingSize records): Records is then
 	// empty.
 	Wrapped bool
 }

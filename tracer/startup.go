@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/internal/abi"
 	"github.com/matrixgo/matrix/tracer/analysis"
 )
 
@@ -484,10 +485,13 @@ const (
 	noteWarmNoTree   = "no call tree: the warm start-up was marked with Reload and Ready; run it with tracer.ReloadFunc to record its call tree"
 	noteNotRecording = "no call tree: the recorder was not running"
 	noteNoStartupRec = "no call tree: package initialisation is recorded only when the program starts with MATRIX_REPORT set (and MATRIX_STARTUP not off)"
-	noteStartupWrap  = "no call tree: package initialisation made more calls than the start-up ring holds (131072 records)"
 	noteNoMain       = "main.main was not entered before ready (not built with matrixexec, or Ready called during package initialisation): the whole start-up counts as application_create"
 	noteNoProcStart  = "the OS start time of the process is not available here: phases start at the Go runtime's initialisation"
 )
+
+// noteStartupWrap is the note of a start-up that overflowed the start-up
+// ring.
+var noteStartupWrap = fmt.Sprintf("no call tree: package initialisation made more calls than the start-up ring holds (%d records)", abi.StartupRingSize)
 
 // startupPhases are the phases of a cold start-up in ms.
 type startupPhases struct {
