@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -261,3 +262,90 @@ func (p *Plan) directive(f *srcFile, off int) string {
 	}
 	return fmt.Sprintf("/*line %s:%d:%d*/", ps.Filename, ps.Line, ps.Column)
 }
+
+// Hook-free copies.
+//
+// A function small enough that the hooks are a noticeable part of what a
+// call costs (its estimated inlining cost at most Options.CopyBudget) gets
+// its body twice:
+//
+//	if __matrix_on.v == 0 {
+//		<the original body, untouched>
+//	} else {
+//		__matrix_e := … __matrix_i(id); <the body with exits at its returns>
+//	}
+//
+// While the recorder is off a call pays one load and one branch: no frame
+// flag, no test at the returns, and the register allocator places the
+// original body's spills as in a plain build, since the hooks' calls are on
+// the other branch. Both copies keep every position (line directives), and
+// they are one function, so stack traces, runtime.Caller and the names the
+// compiler gives are those of a plain build. Labels are function-wide, so
+// those of the copy are renamed. A body is copied only if copying cannot
+// change what it does or how the compiler names things: no function
+// literals, go or defer statements (the compiler names their functions and
+// wrappers by a per-function counter), and no type declarations (each copy
+// would declare a distinct type).
+
+// labelPrefix renames the labels of a body's recording copy.
+const labelPrefix = "__matrix_L"
+
+// copyable reports whether body can be given a recording copy (see above).
+func copyable(body *ast.BlockStmt) bool {
+	ok := true
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit, *ast.GoStmt, *ast.DeferStmt, *ast.TypeSpec:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// copyEdits returns the edits that give fn a hook-free copy of its body
+// beside a recording one: exits are the edits exitEdits made for it, of
+// which those inside the body move into the recording copy.
+func (p *Plan) copyEdits(f *srcFile, fn int, body *ast.BlockStmt, exits []edit) []edit {
+	lbrace := p.offset(body.Lbrace) + 1
+	rbrace := p.offset(body.Rbrace)
+	var out, inner []edit
+	for _, e := range exits {
+		if e.offset >= lbrace && e.end <= rbrace {
+			inner = append(inner, e)
+		} else {
+			out = append(out, e)
+		}
+	}
+	ast.Inspect(body, func(n ast.Node) bool {
+		var label *ast.Ident
+		switch n := n.(type) {
+		case *ast.LabeledStmt:
+			label = n.Label
+		case *ast.BranchStmt:
+			label = n.Label
+		}
+		if label != nil {
+			off, end := p.offset(label.Pos()), p.offset(label.End())
+			inner = append(inner, edit{offset: off, end: end, fn: fn, text: labelPrefix + label.Name + p.directive(f, end)})
+		}
+		return true
+	})
+	sort.SliceStable(inner, func(i, j int) bool { return inner[i].offset < inner[j].offset })
+	var b strings.Builder
+	b.WriteString("} else {")
+	last := lbrace
+	for _, e := range inner {
+		b.Write(f.src[last:e.offset])
+		b.WriteString(e.text)
+		last = e.end
+	}
+	b.Write(f.src[last:rbrace])
+	b.WriteString("}" + p.directive(f, rbrace))
+	return append(out,
+		edit{offset: lbrace, end: lbrace, fn: fn, text: "if " + HookActive + ".v == 0 {" + p.directive(f, lbrace)},
+		edit{offset: rbrace, end: rbrace, fn: fn, text: b.String()})
+}
+
+// DefaultCopyBudget is the default Options.CopyBudget.
+const DefaultCopyBudget = 400

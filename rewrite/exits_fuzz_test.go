@@ -162,7 +162,16 @@ const stubHooks = `package main
 
 import "os"
 
-var __matrix_on = struct{ v uint32 }{1}
+// The recorder is on unless MATRIX_STUB_OFF is set: then the hook-free
+// copies run (Options.CopyBudget).
+var __matrix_on = struct{ v uint32 }{__matrix_stubOn()}
+
+func __matrix_stubOn() uint32 {
+	if os.Getenv("MATRIX_STUB_OFF") != "" {
+		return 0
+	}
+	return 1
+}
 
 var __matrix_stack []uint32
 var __matrix_enters, __matrix_exits int
@@ -200,11 +209,18 @@ func buildRun(t *testing.T, dir string) (stdout, stderr string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", dir, err, out)
 	}
+	return runBin(t, bin)
+}
+
+// runBin runs bin with env added to its environment.
+func runBin(t *testing.T, bin string, env ...string) (stdout, stderr string) {
+	t.Helper()
 	var o, e bytes.Buffer
 	run := exec.Command(bin)
+	run.Env = append(os.Environ(), env...)
 	run.Stdout, run.Stderr = &o, &e
 	if err := run.Run(); err != nil {
-		t.Fatalf("run %s: %v\n%s", dir, err, e.String())
+		t.Fatalf("run %s: %v\n%s", bin, err, e.String())
 	}
 	return o.String(), e.String()
 }
@@ -230,6 +246,8 @@ func FuzzExitShapes(f *testing.F) {
 		rev = append(rev, byte(i), byte(i*5+1))
 	}
 	f.Add(rev)
+	// Exits at the returns only, no hook-free copies.
+	f.Add(append([]byte{0x80}, all[1:]...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 {
 			return
@@ -245,7 +263,12 @@ func FuzzExitShapes(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		p, err := NewPlan([]string{filepath.Join(inst, "main.go")}, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true})
+		// The high bit of the first byte leaves out the hook-free copies.
+		copyBudget := DefaultCopyBudget
+		if data[0]&0x80 != 0 {
+			copyBudget = 0
+		}
+		p, err := NewPlan([]string{filepath.Join(inst, "main.go")}, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true, CopyBudget: copyBudget})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,6 +305,14 @@ func FuzzExitShapes(f *testing.F) {
 		}
 		if !strings.Contains(gotErr, "hooks balanced") {
 			t.Fatalf("main's exit not recorded or unbalanced: %q", gotErr)
+		}
+		if copyBudget > 0 && len(p.Copied) == 0 {
+			t.Fatalf("no function has a hook-free copy\n%s", out[0].Src)
+		}
+		// With the recorder off, the hook-free copies run.
+		offOut, _ := runBin(t, filepath.Join(inst, "prog"), "MATRIX_STUB_OFF=1")
+		if offOut != wantOut {
+			t.Fatalf("output with the recorder off differs\nplain:\n%s\ninstrumented:\n%s\nprogram:\n%s", wantOut, offOut, out[0].Src)
 		}
 	})
 }

@@ -101,3 +101,90 @@ func init() { fmt.Println(1, 2, 3) }
 		t.Errorf("%d deferred exit hooks, want 6 (defers, recovers, blank, shadow, main, init)\n%s", n, text)
 	}
 }
+
+// TestCopyMode checks which functions keep a hook-free copy of their body
+// (Options.CopyBudget) and what the two copies look like: the original body
+// untouched under the recorder's flag, the recording copy with its labels
+// renamed, every position kept.
+func TestCopyMode(t *testing.T) {
+	const src = `package main
+
+import "fmt"
+
+func small(x int) (int, error) {
+	if x > 0 {
+		return fmt.Println(x, x, x)
+	}
+	return len(fmt.Sprint(x, x, x)), nil
+}
+
+func labels(x int) (r int) {
+again:
+	r += len(fmt.Sprint(x, r))
+	if r < 10 { goto again }
+outer:
+	for i := 0; i < x; i++ {
+		for j := 0; j < i; j++ {
+			if j == 3 { continue outer }
+			if j == 5 { break outer }
+		}
+	}
+	return
+}
+
+func falls(x int) { fmt.Println(x, x, x); fmt.Println(x, x) }
+
+func closure(x int) int { f := func() int { return x + len(fmt.Sprint(x)) }; return f() + len(fmt.Sprint(x)) }
+
+func starts(x int) { go fmt.Println(x); fmt.Println(x, x) }
+
+func local(x int) any { type T struct{ n int }; fmt.Println(x); return T{x} }
+
+func big(x int) {
+	fmt.Println(x, 1); fmt.Println(x, 2); fmt.Println(x, 3); fmt.Println(x, 4)
+	fmt.Println(x, 5); fmt.Println(x, 6); fmt.Println(x, 7); fmt.Println(x, 8)
+}
+
+func main() { fmt.Println(small(1)); fmt.Println(labels(2)) }
+`
+	p, out, path := rewriteSourceOpts(t, src, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true, CopyBudget: DefaultCopyBudget})
+	ids := make([]uint32, len(p.Funcs))
+	for i := range ids {
+		ids[i] = uint32(i + 1)
+	}
+	checkPositions(t, path, []byte(src), out)
+	if !typeChecks(map[string][]byte{"x.go": out, HooksFileName: p.HooksFile(ids)}) {
+		t.Fatalf("rewritten file does not type-check\n%s", out)
+	}
+	if got, want := strings.Join(p.Copied, " "), "small labels falls closure.func1"; got != want {
+		t.Errorf("copied %q, want %q", got, want)
+	}
+	text := string(out)
+	for _, re := range []string{
+		// The original body, untouched, runs while the recorder is off;
+		// the recording copy follows with the entry and exits.
+		`func small\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v == 0 \{/\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\treturn fmt\.Println\(x, x, x\)\n\t\}\n\treturn len\(fmt\.Sprint\(x, x, x\)\), nil\n\} else \{__matrix_e := __matrix_on\.v != 0 && __matrix_i\(1\); /\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\t__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_e \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
+		`\}/\*line [^*]*x\.go:10:1\*/\}\n`,
+		// Labels of the copy are renamed, with their uses.
+		`__matrix_Lagain/\*line [^*]*x\.go:13:6\*/:`,
+		`goto __matrix_Lagain/\*line [^*]*x\.go:15:24\*/ \}`,
+		`continue __matrix_Louter/\*line [^*]*\*/ \}`,
+		`break __matrix_Louter/\*line [^*]*\*/ \}`,
+		// The original keeps its labels.
+		`\nagain:\n\tr \+= len`,
+		// Falling off the end: the copy records the exit.
+		`func falls\(x int\) \{if __matrix_on\.v == 0 \{/\*line [^*]*\*/ fmt\.Println\(x, x, x\); fmt\.Println\(x, x\) \} else \{__matrix_e := `,
+	} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("rewritten file does not match %s\n%s", re, text)
+		}
+	}
+	// Not copied: a function with a closure (the closure itself is), a
+	// go statement, a type declaration, or over the budget.
+	for _, name := range []string{"closure", "starts", "local", "big"} {
+		re := regexp.MustCompile(`func ` + name + `\(x int\)[^{]*\{__matrix_e := `)
+		if !re.MatchString(text) {
+			t.Errorf("%s: want exits at the returns without a copy\n%s", name, text)
+		}
+	}
+}

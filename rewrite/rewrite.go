@@ -92,6 +92,11 @@ type Options struct {
 	// does not record. Functions that cannot take it keep the deferred
 	// exit and are listed in Plan.Deferred.
 	ReturnExits bool
+	// CopyBudget, with ReturnExits, is the estimated inlining cost at or
+	// below which a function also keeps a hook-free copy of its body, run
+	// while the recorder is off (see copyEdits): the functions whose hooks
+	// are a noticeable part of a call. Zero or negative: none.
+	CopyBudget int
 }
 
 // TypesConfig is what type checking a package needs from its compile.
@@ -130,6 +135,9 @@ type Plan struct {
 	// hook, with the reason (DeferDefer, …), rather than an exit at each
 	// return.
 	Deferred []Skip
+	// Copied lists the instrumented functions that keep a hook-free copy
+	// of their body (Options.CopyBudget).
+	Copied []string
 
 	opts  Options
 	fset  *token.FileSet
@@ -306,7 +314,12 @@ func (p *Plan) analyse() {
 			}
 			// Edits at one offset (the end of a result type and the
 			// opening brace that follows it) keep their order.
-			for _, e := range p.exitEdits(f, fn, ftype, body, prefix) {
+			edits := p.exitEdits(f, fn, ftype, body, prefix)
+			if cb := p.opts.CopyBudget; cb > 0 && copyable(body) && est.body(body, cb) <= cb {
+				edits = p.copyEdits(f, fn, body, edits)
+				p.Copied = append(p.Copied, name)
+			}
+			for _, e := range edits {
 				f.add(e)
 			}
 			return true

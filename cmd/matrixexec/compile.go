@@ -194,6 +194,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 		PkgPath:      pkg,
 		InlineBudget: cfg.inlineBudget,
 		ReturnExits:  cfg.returnExits,
+		CopyBudget:   cfg.copyBudget,
 		TrimPath:     trim,
 		Types:        tc,
 		Hot:          hot,

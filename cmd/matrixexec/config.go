@@ -13,6 +13,7 @@ import (
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 	"github.com/matrixgo/matrix/idalloc"
+	"github.com/matrixgo/matrix/rewrite"
 	"github.com/rs/zerolog"
 )
 
@@ -26,7 +27,8 @@ type config struct {
 	blacklistPath string // blacklist file
 	blacklistSet  bool   // the blacklist was named explicitly: it must exist
 	inlineBudget  int
-	returnExits   bool // exit hooks at the returns (-exits returns)
+	returnExits   bool // exit hooks at the returns (-exits returns or copy)
+	copyBudget    int  // hook-free copies up to this cost (-exits copy)
 	logPath       string
 	zeroCode      string // zerocode.Auto, zerocode.On or zerocode.Off
 	toolPath      string // the tool cmd/go runs through us, if any
@@ -51,7 +53,9 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	budget := getenv("MATRIX_INLINE_BUDGET")
 	fs.StringVar(&budget, "inline-budget", budget, "inlining cost under which functions are skipped")
 	exits := getenv("MATRIX_EXITS")
-	fs.StringVar(&exits, "exits", exits, "where exit hooks go: defer or returns")
+	fs.StringVar(&exits, "exits", exits, "where exit hooks go: copy, returns or defer")
+	copyBudget := getenv("MATRIX_COPY_BUDGET")
+	fs.StringVar(&copyBudget, "copy-budget", copyBudget, "cost up to which a function keeps a hook-free copy")
 	fs.StringVar(&cfg.logPath, "log", getenv("MATRIX_LOG"), "diagnostics file")
 	fs.StringVar(&cfg.zeroCode, "zerocode", getenv("MATRIX_ZEROCODE"), "zero-code mode: auto, on or off")
 	if err := fs.Parse(args); err != nil {
@@ -71,11 +75,21 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 		cfg.inlineBudget = n
 	}
 	switch exits {
-	case "", "returns":
+	case "", "copy":
+		cfg.returnExits = true
+		cfg.copyBudget = rewrite.DefaultCopyBudget
+		if copyBudget != "" {
+			n, err := strconv.Atoi(copyBudget)
+			if err != nil {
+				return nil, nil, fmt.Errorf("bad copy budget %q (MATRIX_COPY_BUDGET or -copy-budget): want an integer", copyBudget)
+			}
+			cfg.copyBudget = n
+		}
+	case "returns":
 		cfg.returnExits = true
 	case "defer":
 	default:
-		return nil, nil, fmt.Errorf("bad exit hook mode %q (MATRIX_EXITS or -exits): want defer or returns", exits)
+		return nil, nil, fmt.Errorf("bad exit hook mode %q (MATRIX_EXITS or -exits): want copy, returns or defer", exits)
 	}
 	switch cfg.zeroCode {
 	case "":

@@ -3,7 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/matrixgo/matrix/rewrite"
 )
 
 // TestMapOutsideAnyModule: a build with no main module keeps its map in
@@ -77,5 +80,42 @@ func TestMapOutsideAnyModule(t *testing.T) {
 	}
 	if want := filepath.Join(userCacheDir("nomodule"), defaultMap); cfg.mapPath != want {
 		t.Errorf("map in GOPATH mode at %s, want %s", cfg.mapPath, want)
+	}
+}
+
+// TestExitsConfig: -exits and -copy-budget (and their variables) choose
+// where exits are recorded and which functions keep a hook-free copy.
+func TestExitsConfig(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		returns bool
+		budget  int
+		err     string
+	}{
+		{nil, nil, true, rewrite.DefaultCopyBudget, ""},
+		{[]string{"-exits", "copy", "-copy-budget", "900"}, nil, true, 900, ""},
+		{nil, map[string]string{"MATRIX_COPY_BUDGET": "0"}, true, 0, ""},
+		{[]string{"-copy-budget", "50"}, map[string]string{"MATRIX_COPY_BUDGET": "0"}, true, 50, ""},
+		{[]string{"-exits", "returns", "-copy-budget", "900"}, nil, true, 0, ""},
+		{nil, map[string]string{"MATRIX_EXITS": "defer"}, false, 0, ""},
+		{[]string{"-exits", "sometimes"}, nil, false, 0, `bad exit hook mode "sometimes"`},
+		{[]string{"-copy-budget", "big"}, nil, false, 0, `bad copy budget "big"`},
+	} {
+		getenv := func(k string) string { return tc.env[k] }
+		cfg, _, err := parseConfig(tc.args, getenv)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q %v: error %v, want %q", tc.args, tc.env, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q %v: %v", tc.args, tc.env, err)
+		}
+		if cfg.returnExits != tc.returns || cfg.copyBudget != tc.budget {
+			t.Errorf("%q %v: returns %v, copy budget %d; want %v, %d", tc.args, tc.env, cfg.returnExits, cfg.copyBudget, tc.returns, tc.budget)
+		}
 	}
 }

@@ -140,8 +140,12 @@ build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
                      to 2.5×N and, in a -pgo build, the profile's hot callees up to 2000;
                      -1 to instrument them too
                                            (MATRIX_INLINE_BUDGET, default 80)
-  -exits MODE        where a function's exit is recorded: returns (at each return) or defer
-                     (a deferred call)              (MATRIX_EXITS, default returns)
+  -exits MODE        where a function's exit is recorded: copy (at each return, and functions
+                     up to the copy budget keep a hook-free copy of their body for when the
+                     recorder is off), returns (at each return) or defer (a deferred call)
+                                           (MATRIX_EXITS, default copy)
+  -copy-budget N     with -exits copy, the estimated inlining cost up to which a function
+                     keeps a hook-free copy; 0 for none  (MATRIX_COPY_BUDGET, default 400)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
   -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
 
