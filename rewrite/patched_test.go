@@ -15,7 +15,11 @@ import (
 // to the sources of each supported Go release, compiles the patched
 // packages through go build -overlay and runs go vet on them: the
 // recorder's runtime file and the dispatch sources are checked as the Go
-// code they are, by the compiler and the vet checks of that release.
+// code they are, by the compiler and the vet checks of that release. With
+// the patched runtime it also builds and vets a module whose packages are
+// instrumented (with their hooks files) and a test binary's main package
+// patched by PatchTestMain: the files added to users' packages are checked
+// too, linked against the runtime entry points they name.
 func TestPatchedStdCompiles(t *testing.T) {
 	releases := []string{"local"}
 	if !testing.Short() {
@@ -32,11 +36,12 @@ func TestPatchedStdCompiles(t *testing.T) {
 				// replace: build with a copy of it.
 				goBin, env = copyToolchain(t, rel)
 			}
-			goCmd := func(args ...string) *exec.Cmd {
+			goCmdIn := func(dir string, args ...string) *exec.Cmd {
 				cmd := exec.Command(goBin, args...)
-				cmd.Env, cmd.Dir = env, t.TempDir()
+				cmd.Env, cmd.Dir = env, dir
 				return cmd
 			}
+			goCmd := func(args ...string) *exec.Cmd { return goCmdIn(t.TempDir(), args...) }
 			out, err := goCmd("list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \" \"}}", "runtime", "net/http", "testing").Output()
 			if err != nil {
 				t.Fatalf("go list with %s: %v", rel, err)
@@ -90,8 +95,83 @@ func TestPatchedStdCompiles(t *testing.T) {
 					t.Errorf("go %s with %s: %v\n%s", args[0], rel, err, out)
 				}
 			}
+			mod := instrumentedModule(t)
+			for _, args := range [][]string{
+				{"build", "-overlay=" + ov, "-o", t.TempDir() + string(filepath.Separator), "./..."},
+				{"vet", "-overlay=" + ov, "./..."},
+			} {
+				if out, err := goCmdIn(mod, args...).CombinedOutput(); err != nil {
+					t.Errorf("go %s of the instrumented module with %s: %v\n%s", args[0], rel, err, out)
+				}
+			}
 		})
 	}
+}
+
+// instrumentedModule writes a module of three packages as matrixexec
+// compiles them: a library and a program instrumented with their hooks
+// files (the program's declaring the main-entered hook too), and a main
+// package as go test generates it, patched by PatchTestMain. It returns the
+// module's directory.
+func instrumentedModule(t *testing.T) string {
+	t.Helper()
+	mod := t.TempDir()
+	write := func(path, src string) {
+		t.Helper()
+		path = filepath.Join(mod, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/m\n\ngo 1.24\n")
+	write("p/p.go", "package p\n\nimport \"strings\"\n\n// F counts the words of s.\nfunc F(s string) int { return len(strings.Fields(s)) }\n")
+	write("cmd/main.go", "package main\n\nimport \"example.com/m/p\"\n\nfunc main() { println(p.F(\"a b\")) }\n")
+	for _, pkg := range []struct{ dir, path, name string }{{"p", "example.com/m/p", "p.go"}, {"cmd", "example.com/m/cmd", "main.go"}} {
+		src := filepath.Join(mod, pkg.dir, pkg.name)
+		p, err := NewPlan([]string{src}, Options{PkgPath: pkg.path, InlineBudget: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Funcs) != 1 {
+			t.Fatalf("%s: %d functions instrumented, want 1", pkg.path, len(p.Funcs))
+		}
+		ids := []uint32{1}
+		out, err := p.Apply(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0].Src == nil {
+			t.Fatalf("%s: not rewritten", pkg.path)
+		}
+		write(filepath.Join(pkg.dir, pkg.name), string(out[0].Src))
+		write(filepath.Join(pkg.dir, HooksFileName), string(p.HooksFile(ids)))
+	}
+	testMain := filepath.Join(t.TempDir(), TestMainFile)
+	if err := os.WriteFile(testMain, []byte("package main\n\nfunc main() {\n\tprintln()\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(mod, "testmain"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, err := PatchTestMain(testMain, filepath.Join(mod, "testmain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if filepath.Dir(f) != filepath.Join(mod, "testmain") {
+			t.Fatalf("PatchTestMain left %s in place", f)
+		}
+		// The go command leaves out files whose names begin with "_".
+		if filepath.Base(f) == TestMainFile {
+			if err := os.Rename(f, filepath.Join(mod, "testmain", "main.go")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return mod
 }
 
 // copyToolchain copies the GOROOT of Go release rel (fetched through

@@ -30,7 +30,7 @@ import (
 // a neighbouring variable placed there by the linker, such as the network
 // poller's waiter count, would otherwise evict the line every hook reads.
 // The files matrixexec adds to instrumented packages declare the same
-// layout (abi.FlagStruct).
+// layout (pkg/matrix_hooks.go, std/matrix_std.go).
 //
 //go:linkname matrixOn
 var matrixOn struct {

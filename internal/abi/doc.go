@@ -9,7 +9,7 @@
 // the files added to instrumented packages cannot import a package (they are
 // compiled into package runtime, or into users' packages where an internal
 // package is out of reach), so matrixexec renders the values into them as
-// constants (see RuntimeConstants and the rewrite package); the beat
+// constants (see RuntimeConstants and package inject); the beat
 // package and the analysis import them; and the runtime file checks its own
 // view of the ring against the rendered offsets when it is compiled.
 //
