@@ -187,11 +187,12 @@ if measure 2; then
 	lib_run() { # name module callgrind-benchmarks pattern...
 		local name=$1 mod=$2 cgbench=$3
 		shift 3
-		local dir kinds=(plain none instr defer b200 rec deferrec pgoplain pgoinstr)
+		local dir kinds=(plain none instr ret defer b200 rec retrec deferrec pgoplain pgoinstr)
 		dir=$(cd "$BENCH" && go list -m -f '{{.Dir}}' "$mod")
 		log "group 2: building $mod's tests"
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-plain.test" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-instr.test" -toolexec="$MX" "$mod")
+		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-ret.test" -toolexec="$MX -exits returns" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-defer.test" -toolexec="$MX -exits defer" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-b200.test" -toolexec="$MX -inline-budget 200" "$mod")
 		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-none.test" -toolexec="$MX -blacklist $TMP/libs-kept.blacklist" "$mod")
@@ -225,8 +226,9 @@ if measure 2; then
 				pat="^Benchmark$(echo "$b" | sed 's/[][\.*^$()+?{}|]/\\&/g; s|/|$/^|g')\$"
 				for kind in "${kinds[@]}"; do
 					local bin=$TMP/$name-$kind.test env=()
-					if [[ $kind == rec || $kind == deferrec ]]; then
+					if [[ $kind == rec || $kind == retrec || $kind == deferrec ]]; then
 						bin=$TMP/$name-instr.test
+						[[ $kind == retrec ]] && bin=$TMP/$name-ret.test
 						[[ $kind == deferrec ]] && bin=$TMP/$name-defer.test
 						env=(MATRIX_REPORT="$TMP/lib-reports.jsonl" MATRIX_EVIL_THRESHOLD_MS=86400000)
 					fi
@@ -237,7 +239,7 @@ if measure 2; then
 		done
 		if [[ -n $BENCHSTAT ]]; then
 			(cd "$OUT" && "$BENCHSTAT" -filter '.unit:sec/op' plain=g2-$name-plain.txt control=g2-$name-none.txt \
-				instrumented=g2-$name-instr.txt deferred=g2-$name-defer.txt budget200=g2-$name-b200.txt recording=g2-$name-rec.txt deferred-recording=g2-$name-deferrec.txt \
+				instrumented=g2-$name-instr.txt returns=g2-$name-ret.txt deferred=g2-$name-defer.txt budget200=g2-$name-b200.txt recording=g2-$name-rec.txt deferred-recording=g2-$name-deferrec.txt \
 				pgo-plain=g2-$name-pgoplain.txt pgo-instrumented=g2-$name-pgoinstr.txt >"g2-$name-benchstat.txt" 2>&1) || true
 		fi
 		: >"$OUT/g2-$name-callgrind.txt"
@@ -246,7 +248,7 @@ if measure 2; then
 			local re="${mod}[./]|runtime.matrix"
 			for spec in $cgbench; do # pattern:N
 				local pat=${spec%:*} n=${spec##*:}
-				for kind in plain instr defer b200 pgoplain pgoinstr; do
+				for kind in plain instr ret defer b200 pgoplain pgoinstr; do
 					local c1 c2
 					c1=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" "$n" "$re")
 					c2=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" $((2 * n)) "$re")

@@ -291,12 +291,19 @@ func (p *Plan) directive(f *srcFile, off int) string {
 const labelPrefix = "__matrix_L"
 
 // copyable reports whether body can be given a recording copy (see above).
-func copyable(body *ast.BlockStmt) bool {
+// A range over a function counts as a function literal: the compiler turns
+// the loop's body into one, numbered per function. Without types, any range
+// over something other than a literal could be one.
+func copyable(body *ast.BlockStmt, pi *packageInfo) bool {
 	ok := true
 	ast.Inspect(body, func(n ast.Node) bool {
-		switch n.(type) {
+		switch n := n.(type) {
 		case *ast.FuncLit, *ast.GoStmt, *ast.DeferStmt, *ast.TypeSpec:
 			ok = false
+		case *ast.RangeStmt:
+			if _, lit := ast.Unparen(n.X).(*ast.BasicLit); !lit && (pi.typed == nil || pi.typed.mayBeFunc(n.X)) {
+				ok = false
+			}
 		}
 		return ok
 	})

@@ -1,7 +1,12 @@
 package rewrite
 
 import (
+	"go/types"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -185,6 +190,66 @@ func main() { fmt.Println(small(1)); fmt.Println(labels(2)) }
 		re := regexp.MustCompile(`func ` + name + `\(x int\)[^{]*\{__matrix_e := `)
 		if !re.MatchString(text) {
 			t.Errorf("%s: want exits at the returns without a copy\n%s", name, text)
+		}
+	}
+}
+
+// TestCopyRanges: a range over a function is a function literal to the
+// compiler (the loop body becomes one, numbered per function), so a body
+// with one is not copied; ranges over slices, maps and integers are. Types
+// tell them apart; without types every range over a variable is taken for
+// one over a function.
+func TestCopyRanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads export data with go list; skipped in -short mode")
+	}
+	const src = `package x
+
+import (
+	"fmt"
+	"iter"
+	"maps"
+)
+
+type list struct{ v []int }
+
+func (l *list) All() iter.Seq[int] { return func(yield func(int) bool) { for _, x := range l.v { if !yield(x) { return } } } }
+
+func overSlice(xs []int) { for _, x := range xs { fmt.Println(x, x) }; fmt.Println(xs) }
+
+func overInt(n int) { for i := range n { fmt.Println(i, n) }; fmt.Println(n) }
+
+func overMap(m map[string]int) { for k := range m { fmt.Println(k, m) }; fmt.Println(m) }
+
+func overSeq(seq iter.Seq[int]) { for x := range seq { fmt.Println(x, x) }; fmt.Println(seq) }
+
+func overCall(m map[string]int) { for k := range maps.Keys(m) { fmt.Println(k, m) }; fmt.Println(m) }
+
+func overMethod(l *list) { for x := range l.All() { fmt.Println(x, l) }; fmt.Println(l) }
+`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.go")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "packagefile {{.ImportPath}}={{.Export}}", "fmt", "iter", "maps")
+	importcfg, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -export: %v", err)
+	}
+	for _, tc := range []struct {
+		types *TypesConfig
+		want  string
+	}{
+		{&TypesConfig{Importcfg: importcfg, GoVersion: "go1.24", Sizes: types.SizesFor("gc", runtime.GOARCH)}, "(*list).All.func1 overSlice overInt overMap"},
+		{nil, ""},
+	} {
+		p, err := NewPlan([]string{path}, Options{PkgPath: "example.com/x", InlineBudget: -1, ReturnExits: true, CopyBudget: DefaultCopyBudget, Types: tc.types})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(p.Copied, " "); got != tc.want {
+			t.Errorf("typed %v: copied %q, want %q", tc.types != nil, got, tc.want)
 		}
 	}
 }

@@ -66,10 +66,11 @@ func FuzzRewrite(f *testing.F) {
 		if len(src) > 1<<16 || bytes.Contains(src, []byte("__matrix_")) {
 			return
 		}
-		// Both ways of recording exits: deferred (the default) and at
-		// the returns.
-		for _, returns := range []bool{false, true} {
-			p, got, path := rewriteSourceMode(t, string(src), returns)
+		// Every way of recording exits: deferred, at the returns, and at
+		// the returns with hook-free copies of small functions.
+		for _, mode := range []Options{{}, {ReturnExits: true}, {ReturnExits: true, CopyBudget: DefaultCopyBudget}} {
+			mode.PkgPath = "example.com/x"
+			p, got, path := rewriteSourceOpts(t, string(src), mode)
 			ids := make([]uint32, len(p.Funcs))
 			for i := range ids {
 				ids[i] = uint32(i + 1) // as rewriteSource numbers them

@@ -315,7 +315,7 @@ func (p *Plan) analyse() {
 			// Edits at one offset (the end of a result type and the
 			// opening brace that follows it) keep their order.
 			edits := p.exitEdits(f, fn, ftype, body, prefix)
-			if cb := p.opts.CopyBudget; cb > 0 && copyable(body) && est.body(body, cb) <= cb {
+			if cb := p.opts.CopyBudget; cb > 0 && copyable(body, pkgInfo) && est.body(body, cb) <= cb {
 				edits = p.copyEdits(f, fn, body, edits)
 				p.Copied = append(p.Copied, name)
 			}

@@ -205,3 +205,70 @@ func qualifiedName(fn *types.Func) string {
 	}
 	return fn.Name()
 }
+
+// mayBeFunc reports whether expression x may have a function type (or a
+// type parameter's, which could be one): true whenever its type is not
+// known from the identifiers, selections and calls it is made of.
+func (ti *typedInfo) mayBeFunc(x ast.Expr) bool {
+	t := ti.typeOf(x)
+	if t == nil {
+		return true
+	}
+	switch t.Underlying().(type) {
+	case *types.Signature, *types.Interface:
+		return true
+	}
+	_, param := t.(*types.TypeParam)
+	return param
+}
+
+// typeOf returns the type of x where the recorded uses, definitions and
+// selections tell it, or nil.
+func (ti *typedInfo) typeOf(x ast.Expr) types.Type {
+	if ti.errs > 0 {
+		return nil
+	}
+	switch x := ast.Unparen(x).(type) {
+	case *ast.Ident:
+		if o := ti.info.Uses[x]; o != nil {
+			return objType(o)
+		}
+		if o := ti.info.Defs[x]; o != nil {
+			return objType(o)
+		}
+	case *ast.SelectorExpr:
+		if s, ok := ti.info.Selections[x]; ok {
+			return s.Type()
+		}
+		if o := ti.info.Uses[x.Sel]; o != nil {
+			return objType(o)
+		}
+	case *ast.CallExpr:
+		if f, ok := ast.Unparen(x.Fun).(*ast.Ident); ok {
+			if tn, ok := ti.info.Uses[f].(*types.TypeName); ok {
+				return tn.Type() // a conversion
+			}
+		}
+		if sig, ok := typeUnder(ti.typeOf(x.Fun)).(*types.Signature); ok && sig.Results().Len() == 1 {
+			return sig.Results().At(0).Type()
+		}
+	}
+	return nil
+}
+
+// objType is the type of a variable, constant or function; nil for other
+// objects (a type name, a package).
+func objType(o types.Object) types.Type {
+	switch o.(type) {
+	case *types.Var, *types.Const, *types.Func:
+		return o.Type()
+	}
+	return nil
+}
+
+func typeUnder(t types.Type) types.Type {
+	if t == nil {
+		return nil
+	}
+	return t.Underlying()
+}

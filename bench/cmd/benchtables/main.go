@@ -3,7 +3,7 @@
 // its output directory and prints to stdout:
 //
 //	benchtables hooks  DIR   group 1: g1-<family>.txt, g1-callgrind.txt
-//	benchtables lib    DIR NAME   group 2: g2-NAME-{plain,none,instr,defer,b200,rec,deferrec,pgoplain,pgoinstr}.txt
+//	benchtables lib    DIR NAME   group 2: g2-NAME-{plain,none,instr,ret,defer,b200,rec,retrec,deferrec,pgoplain,pgoinstr}.txt
 //	benchtables http   DIR   group 3: g3.txt
 //	benchtables build  DIR   group 4: g4.txt, g4-rss-plain.txt, g4-rss-instr.txt
 //	benchtables memory DIR   group 5: g5.txt
@@ -289,10 +289,12 @@ func lib(dir, name string) error {
 	}
 	cols := []struct{ kind, title string }{
 		{"none", "control: matrixexec build, no hook in the library"},
-		{"instr", "instrumented, not recording"},
+		{"instr", "instrumented (the default, `-exits copy`), not recording"},
+		{"ret", "exits at the returns without hook-free copies (`-exits returns`), not recording"},
 		{"defer", "deferred exit hook (`-exits defer`), not recording"},
 		{"b200", "`-inline-budget 200`, not recording"},
-		{"rec", "instrumented, every run recorded"},
+		{"rec", "instrumented (the default), every run recorded"},
+		{"retrec", "`-exits returns`, every run recorded"},
 		{"deferrec", "deferred exit hook, every run recorded"},
 		{"pgoplain", "plain, built with a CPU profile (`-pgo`)"},
 		{"pgoinstr", "instrumented with the same profile, not recording"},
@@ -341,8 +343,11 @@ func lib(dir, name string) error {
 	if r, ok := geomeanRatio(order, data["instr"], data["none"]); ok {
 		fmt.Printf("\nThe hooks alone (instrumented ÷ control, geomean): **%s**.\n", ratio(r))
 	}
-	if r, ok := geomeanRatio(order, data["instr"], data["defer"]); ok {
-		fmt.Printf("\nExits at the returns (the default) over the deferred exit hook (geomean): **%s**.\n", ratio(r))
+	if r, ok := geomeanRatio(order, data["instr"], data["ret"]); ok {
+		fmt.Printf("\nThe default (hook-free copies of small functions) over exits at the returns alone (geomean): **%s**.\n", ratio(r))
+	}
+	if r, ok := geomeanRatio(order, data["ret"], data["defer"]); ok {
+		fmt.Printf("\nExits at the returns over the deferred exit hook (geomean): **%s**.\n", ratio(r))
 	}
 	if r, ok := geomeanRatio(order, data["pgoinstr"], data["pgoplain"]); ok {
 		fmt.Printf("\nWith a PGO profile on both sides (instrumented ÷ plain, both built with `-pgo`, geomean): **%s**.\n", ratio(r))
@@ -371,7 +376,7 @@ func libCallgrind(path string) error {
 	if err != nil || len(strings.TrimSpace(string(data))) == 0 {
 		return nil
 	}
-	type row struct{ plain, instr, deferred, b200, pgoPlain, pgoInstr float64 }
+	type row struct{ plain, instr, ret, deferred, b200, pgoPlain, pgoInstr float64 }
 	rows := map[string]*row{}
 	var order []string
 	for _, line := range strings.Split(string(data), "\n") {
@@ -391,6 +396,8 @@ func libCallgrind(path string) error {
 			r.plain = v
 		case "instr":
 			r.instr = v
+		case "ret":
+			r.ret = v
 		case "defer":
 			r.deferred = v
 		case "b200":
@@ -404,12 +411,12 @@ func libCallgrind(path string) error {
 	fmt.Println()
 	fmt.Println("Instructions per op executed in the library's own functions and the hooks (callgrind, exact and repeatable):")
 	fmt.Println()
-	fmt.Println("| benchmark | plain | instrumented | ratio | `-exits defer` | ratio | `-inline-budget 200` | ratio | plain with `-pgo` | instrumented with `-pgo` | ratio |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Println("| benchmark | plain | instrumented | ratio | `-exits returns` | ratio | `-exits defer` | ratio | `-inline-budget 200` | ratio | plain with `-pgo` | instrumented with `-pgo` | ratio |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, name := range order {
 		r := rows[name]
-		fmt.Printf("| `%s` | %.0f | %.0f | %s | %.0f | %s | %.0f | %s | %.0f | %.0f | %s |\n", benchName(name), r.plain, r.instr, ratio(r.instr/r.plain),
-			r.deferred, ratio(r.deferred/r.plain), r.b200, ratio(r.b200/r.plain), r.pgoPlain, r.pgoInstr, ratio(r.pgoInstr/r.pgoPlain))
+		fmt.Printf("| `%s` | %.0f | %.0f | %s | %.0f | %s | %.0f | %s | %.0f | %s | %.0f | %.0f | %s |\n", benchName(name), r.plain, r.instr, ratio(r.instr/r.plain),
+			r.ret, ratio(r.ret/r.plain), r.deferred, ratio(r.deferred/r.plain), r.b200, ratio(r.b200/r.plain), r.pgoPlain, r.pgoInstr, ratio(r.pgoInstr/r.pgoPlain))
 	}
 	return nil
 }
