@@ -5,8 +5,8 @@ import (
 	"go/token"
 	"go/types"
 	"os"
-	"strings"
 
+	"github.com/matrixgo/matrix/internal/importcfg"
 	"golang.org/x/tools/go/gcexportdata"
 )
 
@@ -15,41 +15,26 @@ import (
 // also answers the compiler's inlining decisions about the functions of
 // the packages it imported.
 type Importer struct {
-	fset      *token.FileSet
-	files     map[string]string // import path -> export data file
-	importMap map[string]string // import path in source -> package path
-	imports   map[string]*types.Package
-	pkgs      map[string]*Package
-	errs      map[string]error
+	fset    *token.FileSet
+	cfg     *importcfg.Config
+	imports map[string]*types.Package
+	pkgs    map[string]*Package
+	errs    map[string]error
 }
 
 // NewImporter returns an importer for the contents of an importcfg file.
-func NewImporter(fset *token.FileSet, importcfg []byte) (*Importer, error) {
-	im := &Importer{
-		fset:      fset,
-		files:     map[string]string{},
-		importMap: map[string]string{},
-		imports:   map[string]*types.Package{},
-		pkgs:      map[string]*Package{},
-		errs:      map[string]error{},
+func NewImporter(fset *token.FileSet, data []byte) (*Importer, error) {
+	cfg, err := importcfg.Parse(data)
+	if err != nil {
+		return nil, err
 	}
-	for i, line := range strings.Split(string(importcfg), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		verb, args, _ := strings.Cut(line, " ")
-		key, value, ok := strings.Cut(strings.TrimSpace(args), "=")
-		switch {
-		case verb == "packagefile" && ok:
-			im.files[key] = value
-		case verb == "importmap" && ok:
-			im.importMap[key] = value
-		case verb == "packagefile" || verb == "importmap":
-			return nil, fmt.Errorf("importcfg line %d: want %s path=value", i+1, verb)
-		}
-	}
-	return im, nil
+	return &Importer{
+		fset:    fset,
+		cfg:     cfg,
+		imports: map[string]*types.Package{},
+		pkgs:    map[string]*Package{},
+		errs:    map[string]error{},
+	}, nil
 }
 
 // Import implements types.Importer.
@@ -57,9 +42,7 @@ func (im *Importer) Import(path string) (*types.Package, error) {
 	if path == "unsafe" {
 		return types.Unsafe, nil
 	}
-	if mapped, ok := im.importMap[path]; ok {
-		path = mapped
-	}
+	path, _, _ = im.cfg.Lookup(path)
 	p, err := im.load(path)
 	if err != nil {
 		return nil, err
@@ -84,7 +67,7 @@ func (im *Importer) load(path string) (*Package, error) {
 }
 
 func (im *Importer) read(path string) (*Package, error) {
-	file, ok := im.files[path]
+	file, ok := im.cfg.File(path)
 	if !ok {
 		return nil, fmt.Errorf("import %q: not in the importcfg", path)
 	}
@@ -108,7 +91,7 @@ func (im *Importer) Func(fn *types.Func) (Cost, error) {
 	if fn.Pkg() == nil {
 		return Cost{}, nil
 	}
-	if _, ok := im.files[fn.Pkg().Path()]; !ok {
+	if _, ok := im.cfg.File(fn.Pkg().Path()); !ok {
 		return Cost{}, nil // not imported directly: no export data at hand
 	}
 	p, err := im.load(fn.Pkg().Path())

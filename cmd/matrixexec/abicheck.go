@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
@@ -59,15 +58,14 @@ func checkABI(files []string) error {
 // checkBeatABI fails the build when the program's beat package predates
 // the abi package (and so any ABI version): its importcfg does not list it.
 func checkBeatABI(c *toolcmd.Cmd) error {
-	cfgFile, ok := c.Flag("importcfg")
-	if !ok {
-		return nil
-	}
-	b, err := os.ReadFile(cfgFile)
+	cfg, err := c.Importcfg()
 	if err != nil {
 		return fmt.Errorf("compile %s: %w", beatPkg, err)
 	}
-	if !strings.Contains(string(b), " "+abiPkg+"=") {
+	if cfg == nil {
+		return nil
+	}
+	if _, ok := cfg.File(abiPkg); !ok {
 		return abiSkew("1 (a matrix module without internal/abi)")
 	}
 	return nil

@@ -82,7 +82,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return err
 	}
 	var after func(string) error
-	if p, _ := c.Flag("p"); p == "main" && !c.Has("std") {
+	if c.IsMain() && !c.Has("std") {
 		extra, importcfg, fn, err := zerocode.Inject(cfg.zeroCodeConfig(), c, tmp)
 		if err != nil {
 			return err
@@ -187,7 +187,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 	if profile != nil {
 		// The profile names functions by linker symbol, whose package
 		// part is the compiler's -p (main for commands).
-		linkPkg, _ := c.Flag("p")
+		linkPkg := c.SymbolPkg()
 		hot = func(name string) bool { return profile.Hot(linkPkg + "." + name) }
 	}
 	plan, err := rewrite.NewPlan(srcs, rewrite.Options{
@@ -267,20 +267,16 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 // compile: the importcfg's content, the -lang version and the target's
 // sizes. It returns nil for a compile without an importcfg.
 func typesConfig(c *toolcmd.Cmd) (*rewrite.TypesConfig, error) {
-	path, ok := c.Flag("importcfg")
-	if !ok {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read importcfg: %w", err)
+	cfg, err := c.Importcfg()
+	if cfg == nil || err != nil {
+		return nil, err
 	}
 	lang, _ := c.Flag("lang")
 	goarch := os.Getenv("GOARCH")
 	if goarch == "" {
 		goarch = runtime.GOARCH
 	}
-	return &rewrite.TypesConfig{Importcfg: data, GoVersion: lang, Sizes: types.SizesFor("gc", goarch)}, nil
+	return &rewrite.TypesConfig{Importcfg: cfg.Render(), GoVersion: lang, Sizes: types.SizesFor("gc", goarch)}, nil
 }
 
 // pgoProfile reads the compile's -pgoprofile, if it is a preprocessed

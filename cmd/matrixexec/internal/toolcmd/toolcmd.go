@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/matrixgo/matrix/internal/importcfg"
 )
 
 // A Cmd is one run of the compiler or the linker as cmd/go asks for it,
@@ -23,6 +25,11 @@ type Cmd struct {
 	// Operands are a compile's Go files, which cmd/go puts after every
 	// flag, or a link's main archive.
 	Operands []string
+
+	// importcfg is the parsed -importcfg file, read from importcfgPath
+	// when first asked for.
+	importcfg     *importcfg.Config
+	importcfgPath string
 }
 
 // ParseCompile parses the arguments of a compile.
@@ -94,12 +101,55 @@ func (c *Cmd) Set(name, value string) {
 	}
 }
 
+// SymbolPkg returns the package path a compile gives the package's symbols
+// (its -p flag): the import path, except for the main package of a program
+// or a test binary, whose symbols are main's.
+func (c *Cmd) SymbolPkg() string {
+	pkg, _ := c.Flag("p")
+	return pkg
+}
+
+// IsMain reports whether a compile builds the main package of a program or
+// of a test binary.
+func (c *Cmd) IsMain() bool {
+	return c.SymbolPkg() == "main"
+}
+
+// Importcfg returns the parsed -importcfg file of the command, read the
+// first time it is asked for (and again after the flag changes), or nil
+// when the command has none. The Config is shared: Clone it to change it.
+func (c *Cmd) Importcfg() (*importcfg.Config, error) {
+	path, ok := c.Flag("importcfg")
+	if !ok {
+		return nil, nil
+	}
+	if c.importcfg == nil || c.importcfgPath != path {
+		cfg, err := importcfg.Read(path)
+		if err != nil {
+			return nil, err
+		}
+		c.importcfg, c.importcfgPath = cfg, path
+	}
+	return c.importcfg, nil
+}
+
+// SetImportcfg writes cfg to path and makes the command use it: the
+// -importcfg flag is changed (it adds nothing when the command has none).
+func (c *Cmd) SetImportcfg(cfg *importcfg.Config, path string) error {
+	if err := cfg.Write(path); err != nil {
+		return err
+	}
+	c.Set("importcfg", path)
+	c.importcfg, c.importcfgPath = cfg, path
+	return nil
+}
+
 // ImportPath returns the import path of the package a compile builds:
 // -p, except for commands, whose -p is "main" and whose import path only
 // TOOLEXEC_IMPORTPATH tells; without the " [test]"-like suffix of a test
 // variant.
 func (c *Cmd) ImportPath() string {
-	pkg, _ := c.Flag("p")
+	pkg := c.SymbolPkg()
 	if ip := os.Getenv("TOOLEXEC_IMPORTPATH"); ip != "" {
 		pkg = ip
 	}

@@ -67,6 +67,9 @@ func TestToolCmd(t *testing.T) {
 	if got := c.ImportPath(); got != "example.com/cmd/app" {
 		t.Errorf("importPath %q", got)
 	}
+	if got := c.SymbolPkg(); got != "main" || !c.IsMain() {
+		t.Errorf("symbol package %q, main %v", got, c.IsMain())
+	}
 
 	l, err := ParseLink([]string{"/go/pkg/tool/link", "-o", "/w/a.out", "-importcfg", "/w/importcfg.link", "/w/b001/_pkg_.a"})
 	if err != nil {
@@ -114,5 +117,63 @@ func TestResponseFiles(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, long) {
 		t.Fatal("response file round trip changed the arguments")
+	}
+}
+
+// TestImportcfg: a command's importcfg is read when asked for, read anew
+// after the flag changes, and SetImportcfg writes a changed copy and points
+// the command at it.
+func TestImportcfg(t *testing.T) {
+	dir := t.TempDir()
+	orig := filepath.Join(dir, "importcfg")
+	if err := os.WriteFile(orig, []byte("# import config\npackagefile fmt=/c/fmt.a\nimportmap old=example.com/new\npackagefile example.com/new=/c/new.a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseCompile([]string{"/go/pkg/tool/compile", "-p", "example.com/lib", "-importcfg", orig, "/src/a.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IsMain() || c.SymbolPkg() != "example.com/lib" {
+		t.Errorf("symbol package %q, main %v", c.SymbolPkg(), c.IsMain())
+	}
+	cfg, err := c.Importcfg()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pkg, file, ok := cfg.Lookup("old"); !ok || pkg != "example.com/new" || file != "/c/new.a" {
+		t.Errorf("Lookup(old) = %q, %q, %v", pkg, file, ok)
+	}
+	changed := cfg.Clone()
+	changed.SetFile("example.com/auto", "/c/auto.a")
+	if _, ok := cfg.File("example.com/auto"); ok {
+		t.Errorf("a change to the clone changed the command's importcfg")
+	}
+	next := filepath.Join(dir, "importcfg.link")
+	if err := c.SetImportcfg(changed, next); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Flag("importcfg"); v != next {
+		t.Errorf("-importcfg %q after SetImportcfg, want %q", v, next)
+	}
+	data, err := os.ReadFile(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# import config\npackagefile fmt=/c/fmt.a\nimportmap old=example.com/new\npackagefile example.com/new=/c/new.a\npackagefile example.com/auto=/c/auto.a\n"; string(data) != want {
+		t.Errorf("written importcfg\n%s\nwant\n%s", data, want)
+	}
+	// The flag points at another file: it is read.
+	c.Set("importcfg", orig)
+	if cfg, err := c.Importcfg(); err != nil || cfg == nil {
+		t.Fatalf("Importcfg after Set: %v, %v", cfg, err)
+	} else if _, ok := cfg.File("example.com/auto"); ok {
+		t.Errorf("Importcfg after Set returns the config of the former file")
+	}
+	// Without the flag there is none; with a missing file, an error.
+	if cfg, err := (&Cmd{Tool: "compile"}).Importcfg(); cfg != nil || err != nil {
+		t.Errorf("Importcfg without -importcfg: %v, %v", cfg, err)
+	}
+	if _, err := (&Cmd{Tool: "compile", Flags: []string{"-importcfg", filepath.Join(dir, "missing")}}).Importcfg(); err == nil {
+		t.Errorf("Importcfg of a missing file: no error")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/inject"
+	"github.com/matrixgo/matrix/internal/importcfg"
 	"github.com/rs/zerolog"
 )
 
@@ -263,18 +265,14 @@ func mainPackageDir(goTool string, files []string) (string, error) {
 
 // sharedVariant returns a package the main package imports directly with
 // another archive than the tracer was built against, or "".
-func sharedVariant(importcfg []byte, exports map[string]string) string {
+func sharedVariant(cfg *importcfg.Config, exports map[string]string) string {
 	if ip := os.Getenv("TOOLEXEC_IMPORTPATH"); strings.HasSuffix(ip, ".test") {
 		if _, ok := exports[strings.TrimSuffix(ip, ".test")]; ok {
 			return strings.TrimSuffix(ip, ".test")
 		}
 	}
-	for _, line := range strings.Split(string(importcfg), "\n") {
-		rest, ok := strings.CutPrefix(line, "packagefile ")
-		if !ok {
-			continue
-		}
-		path, file, _ := strings.Cut(rest, "=")
+	for _, path := range cfg.Files() {
+		file, _ := cfg.File(path)
 		first, _, _ := strings.Cut(path, "/")
 		if want, ok := exports[path]; ok && want != file && strings.Contains(first, ".") && !sameContent(want, file) {
 			return path
@@ -313,43 +311,46 @@ const linkMember = "matrix.deps"
 
 // addLinkRecord appends the link record of exports to archive.
 func addLinkRecord(archive string, exports map[string]string) error {
-	if err := appendArMember(archive, linkMember, linkRecord(exports)); err != nil {
+	if err := appendArMember(archive, linkMember, linkRecord(exports).Render()); err != nil {
 		return fmt.Errorf("zero-code mode: adding the link record to %s: %w", archive, err)
 	}
 	return nil
 }
 
-// linkRecord renders exports as importcfg lines.
-func linkRecord(exports map[string]string) []byte {
-	var b bytes.Buffer
-	for path, file := range exports {
-		fmt.Fprintf(&b, "packagefile %s=%s\n", path, file)
+// linkRecord returns exports as an importcfg, its packages in order.
+func linkRecord(exports map[string]string) *importcfg.Config {
+	rec := importcfg.New()
+	for _, path := range slices.Sorted(maps.Keys(exports)) {
+		rec.SetFile(path, exports[path])
 	}
-	return b.Bytes()
+	return rec
 }
 
 // readLinkRecord returns the link record of a main package's archive, nil
 // if it has none (compiled without zero-code mode, or by an older
 // matrixexec).
-func readLinkRecord(archive string) ([]byte, error) {
-	rec, err := readArMember(archive, linkMember)
-	if errors.Is(err, errNotArchive) {
+func readLinkRecord(archive string) (*importcfg.Config, error) {
+	data, err := readArMember(archive, linkMember)
+	if errors.Is(err, errNotArchive) || err == nil && data == nil {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("link: reading the link record: %w", err)
+	}
+	rec, err := importcfg.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("link: reading the link record of %s: %w", archive, err)
 	}
 	return rec, nil
 }
 
 // recordFilesExist reports whether every export file a link record names
 // is still there (the build cache may have been trimmed since).
-func recordFilesExist(rec []byte) bool {
-	for _, line := range strings.Split(string(rec), "\n") {
-		if _, file, ok := strings.Cut(strings.TrimPrefix(line, "packagefile "), "="); ok {
-			if _, err := os.Stat(file); err != nil {
-				return false
-			}
+func recordFilesExist(rec *importcfg.Config) bool {
+	for _, path := range rec.Files() {
+		file, _ := rec.File(path)
+		if _, err := os.Stat(file); err != nil {
+			return false
 		}
 	}
 	return true
@@ -385,24 +386,24 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 	if err != nil {
 		return "", "", nil, err
 	}
-	orig, ok := c.Flag("importcfg")
-	if !ok {
-		return "", "", nil, nil
-	}
-	data, err := os.ReadFile(orig)
+	orig, err := c.Importcfg()
 	if err != nil {
 		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
 	}
-	if conflict := sharedVariant(data, exports); conflict != "" {
+	if orig == nil {
+		return "", "", nil, nil
+	}
+	if conflict := sharedVariant(orig, exports); conflict != "" {
 		// A test binary of one of the tracer's own dependencies links
 		// that package's test variant, which the tracer was not compiled
 		// against.
 		cfg.Log.Debug().Str("pkg", conflict).Msg("zero-code mode skipped: test variant of a tracer dependency")
 		return "", "", nil, nil
 	}
-	data = fmt.Appendf(bytes.Clone(data), "\npackagefile %s=%s\n", Pkg, exports[Pkg])
+	cfgWith := orig.Clone()
+	cfgWith.SetFile(Pkg, exports[Pkg])
 	importcfg = filepath.Join(dir, "importcfg")
-	if err := os.WriteFile(importcfg, data, 0o600); err != nil {
+	if err := cfgWith.Write(importcfg); err != nil {
 		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
 	}
 	extra = filepath.Join(dir, "zz_matrix_auto.go")
@@ -421,16 +422,18 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 // a main package that imports it: its importcfg is replaced by one written
 // to dir. It leaves other links unchanged.
 func PrepareLink(cfg *Config, c *toolcmd.Cmd, dir string) error {
-	importcfg, ok := c.Flag("importcfg")
 	mainArchive := c.MainArchive()
-	if !ok || !strings.HasSuffix(mainArchive, ".a") && !strings.HasSuffix(mainArchive, "-d") {
+	if !strings.HasSuffix(mainArchive, ".a") && !strings.HasSuffix(mainArchive, "-d") {
 		return nil
 	}
-	data, err := os.ReadFile(importcfg)
+	have, err := c.Importcfg()
 	if err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
-	if bytes.Contains(data, []byte("packagefile "+Pkg+"=")) {
+	if have == nil {
+		return nil
+	}
+	if _, ok := have.File(Pkg); ok {
 		return nil // the program imports it itself
 	}
 	extra, err := readLinkRecord(mainArchive)
@@ -454,35 +457,20 @@ func PrepareLink(cfg *Config, c *toolcmd.Cmd, dir string) error {
 		}
 		extra = linkRecord(exports)
 	}
-	have := map[string]string{} // import path → archive
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "packagefile "); ok {
-			path, file, _ := strings.Cut(rest, "=")
-			have[path] = file
-		}
-	}
-	var b bytes.Buffer
-	b.Write(data)
-	b.WriteByte('\n')
-	for _, line := range strings.Split(string(extra), "\n") {
-		path, file, ok := strings.Cut(strings.TrimPrefix(line, "packagefile "), "=")
-		if !ok {
-			continue
-		}
-		if prog, dup := have[path]; dup {
+	merged := have.Clone()
+	for _, path := range extra.Files() {
+		file, _ := extra.File(path)
+		if prog, dup := have.File(path); dup {
 			if err := checkSameBuild(path, prog, file); err != nil {
 				return err
 			}
 			continue
 		}
-		b.WriteString(line)
-		b.WriteByte('\n')
+		merged.SetFile(path, file)
 	}
-	newCfg := filepath.Join(dir, "importcfg.link")
-	if err := os.WriteFile(newCfg, b.Bytes(), 0o600); err != nil {
+	if err := c.SetImportcfg(merged, filepath.Join(dir, "importcfg.link")); err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
-	c.Set("importcfg", newCfg)
 	return nil
 }
 
