@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,44 @@ func TestConfigFromEnvErrors(t *testing.T) {
 	_, err := ConfigFromEnv(env(map[string]string{"MATRIX_QUEUE_SIZE": "x", "MATRIX_MAX_BUFFERS": "y"}))
 	if err == nil || !strings.Contains(err.Error(), "MATRIX_QUEUE_SIZE") || !strings.Contains(err.Error(), "MATRIX_MAX_BUFFERS") {
 		t.Errorf("two bad variables: %v", err)
+	}
+}
+
+// TestDynamicParsesAsEnv: a dynamic key's value is read as the environment
+// variable it stands for: the same values are taken, and the same left out.
+func TestDynamicParsesAsEnv(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, c := range []struct {
+		v    string
+		want time.Duration // 0: left out
+	}{
+		{"", 0}, {" ", 0}, {"250", ms(250)}, {" 250 ", ms(250)}, {"0", 0}, {"-5", 0}, {"1", ms(1)}, {"x", 0}, {"1.5", 0},
+		{strconv.Itoa(maxEnvThresholdMs), ms(maxEnvThresholdMs)}, {strconv.Itoa(maxEnvThresholdMs + 1), 0},
+	} {
+		dc := DynamicConfigFunc(func(string) (string, bool) { return c.v, true })
+		if got, ok := dynMillis(dc, DynLagMs); got != c.want || ok != (c.want != 0) {
+			t.Errorf("dynMillis(%q) = %v, %v; want %v", c.v, got, ok, c.want)
+		}
+		cfg, err := ConfigFromEnv(env(map[string]string{EnvLagMs: c.v}))
+		if c.want != 0 && (err != nil || cfg.Watchdog.Lag != c.want) {
+			t.Errorf("%s=%q: lag %v (%v), want %v", EnvLagMs, c.v, cfg.Watchdog.Lag, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		v       string
+		on, set bool
+	}{{"", false, false}, {"on", true, true}, {" OFF ", false, true}, {"yes", true, true}, {"0", false, true}, {"maybe", false, false}} {
+		dc := DynamicConfigFunc(func(string) (string, bool) { return c.v, true })
+		if on, ok := dynSwitch(dc, DynANREnabled); on != c.on || ok != c.set {
+			t.Errorf("dynSwitch(%q) = %v, %v; want %v, %v", c.v, on, ok, c.on, c.set)
+		}
+	}
+	// A broken source, or none, is not set.
+	broken := DynamicConfigFunc(func(string) (string, bool) { panic("broken") })
+	if _, ok := dynMillis(broken, DynLagMs); ok {
+		t.Errorf("dynMillis of a panicking source is set")
+	}
+	if _, ok := dynSwitch(nil, DynANREnabled); ok {
+		t.Errorf("dynSwitch of no source is set")
 	}
 }

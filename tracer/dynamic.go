@@ -81,33 +81,35 @@ func parseSwitch(v string) (on, ok bool) {
 	return false, false
 }
 
+// dynParser returns the parser of dc's values, the parser of the
+// environment's: a key is parsed as the variable it stands for would be. A
+// bad value leaves the setting in force; the parser's errors are not
+// reported.
+func dynParser(dc DynamicConfig) *envParser {
+	return &envParser{getenv: func(key string) string {
+		v, _ := safeGet(dc, key)
+		return v
+	}}
+}
+
 // dynMillis returns the duration in ms under key, if dc has a valid one
-// (an integer from 1 to maxEnvThresholdMs).
-func dynMillis(dc DynamicConfig, key string) (time.Duration, bool) {
+// (an integer from 1 to maxEnvThresholdMs, as envParser.msVar reads).
+func dynMillis(dc DynamicConfig, key string) (d time.Duration, ok bool) {
 	if dc == nil {
 		return 0, false
 	}
-	v, ok := safeGet(dc, key)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 1 || n > maxEnvThresholdMs {
-		return 0, false
-	}
-	return time.Duration(n) * time.Millisecond, true
+	ok = dynParser(dc).msVar(key, &d)
+	return d, ok
 }
 
-// dynSwitch returns the switch under key, if dc has a valid one.
+// dynSwitch returns the switch under key, if dc has a valid one (as
+// envParser.switchVar reads).
 func dynSwitch(dc DynamicConfig, key string) (on, ok bool) {
 	if dc == nil {
 		return false, false
 	}
-	v, set := safeGet(dc, key)
-	if !set {
-		return false, false
-	}
-	return parseSwitch(v)
+	ok = dynParser(dc).switchVar(key, &on)
+	return on, ok
 }
 
 // safeGet calls dc.Get, treating a panic as "not set": a broken
@@ -140,42 +142,49 @@ type envParser struct {
 // lookup returns the trimmed value of name, "" if unset.
 func (p *envParser) lookup(name string) string { return strings.TrimSpace(p.getenv(name)) }
 
-// switchVar applies an on/off variable (see parseSwitch) to dst.
-func (p *envParser) switchVar(name string, dst *bool) {
+// switchVar applies an on/off variable (see parseSwitch) to dst, and
+// reports whether it did.
+func (p *envParser) switchVar(name string, dst *bool) bool {
 	v := p.lookup(name)
 	if v == "" {
-		return
+		return false
 	}
 	on, ok := parseSwitch(v)
 	if !ok {
 		p.errs = append(p.errs, fmt.Errorf("tracer: %s=%q: want on or off", name, v))
-		return
+		return false
 	}
 	*dst = on
+	return true
 }
 
-// intVar applies an integer variable in lo..hi to dst.
-func (p *envParser) intVar(name string, lo, hi int, dst *int) {
+// intVar applies an integer variable in lo..hi to dst, and reports whether
+// it did.
+func (p *envParser) intVar(name string, lo, hi int, dst *int) bool {
 	v := p.lookup(name)
 	if v == "" {
-		return
+		return false
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		p.errs = append(p.errs, fmt.Errorf("tracer: %s=%q: not an integer: %w", name, v, err))
-		return
+		return false
 	}
 	if n < lo || n > hi {
 		p.errs = append(p.errs, fmt.Errorf("tracer: %s=%q: out of range %d..%d", name, v, lo, hi))
-		return
+		return false
 	}
 	*dst = n
+	return true
 }
 
-// msVar applies a millisecond variable (1..maxEnvThresholdMs) to dst.
-func (p *envParser) msVar(name string, dst *time.Duration) {
-	n := -1
-	if p.intVar(name, 1, maxEnvThresholdMs, &n); n >= 0 {
-		*dst = time.Duration(n) * time.Millisecond
+// msVar applies a millisecond variable (1..maxEnvThresholdMs) to dst, and
+// reports whether it did.
+func (p *envParser) msVar(name string, dst *time.Duration) bool {
+	var n int
+	if !p.intVar(name, 1, maxEnvThresholdMs, &n) {
+		return false
 	}
+	*dst = time.Duration(n) * time.Millisecond
+	return true
 }
