@@ -529,7 +529,7 @@ func (w *watchdog) dumpCovers(now, start time.Time) bool {
 // returns the stack key.
 func anrTree(r *EvilReport, s stuck) string {
 	tree := buildTree(s.recs, nil, analysis.Strict, s.nowMs, s.age.Milliseconds())
-	tree.fill(r, treeNote(s.recorded, len(s.recs) > 0))
+	tree.fill(r, treeNote(dispatchRecording(s.recorded), len(s.recs) > 0))
 	return tree.key
 }
 

@@ -264,7 +264,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		Dispatch:    &DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid},
 		TraceParent: validTraceParent(j.traceCtx),
 	}
-	tree.fill(r, treeNote(j.recorded, len(j.recs) > 0))
+	tree.fill(r, treeNote(dispatchRecording(j.recorded), len(j.recs) > 0))
 	if j.hasCPU {
 		cpu := j.cpuNs / int64(time.Millisecond)
 		r.CPU = &cpu

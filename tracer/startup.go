@@ -397,10 +397,10 @@ type startupEvent struct {
 	scene string
 	// A warm start run by ReloadFunc: its records (from the enter of a
 	// DISPATCH, analysed in strict mode), their end in record time, and
-	// why there are none.
+	// how they were recorded (see treeNote).
 	recs  []uint64
 	endMs uint64
-	note  string
+	rec   recording
 }
 
 // Ready says the program is ready to do its work. The first call (or the
@@ -452,7 +452,7 @@ func ReloadFunc(fn func()) {
 		ev := startupEvent{warm: true, at: startupNow(), scene: StartupSceneReloadFunc, endMs: beat.Now()}
 		switch {
 		case d == nil:
-			ev.note = noteNotRecording
+			ev.rec = recOff
 		case nested:
 			// fn's records are the ones written since it began, framed
 			// as a dispatch of their own.
@@ -460,19 +460,18 @@ func ReloadFunc(fn func()) {
 			if pre > 0 {
 				all = d.Records(nil)
 			}
-			ok := pre > 0 && len(all) >= pre
-			if ok {
+			if pre > 0 && len(all) >= pre {
 				ev.recs = make([]uint64, 0, len(all)-pre+2)
 				ev.recs = append(ev.recs, uint64(analysis.MakeRecord(true, analysis.Dispatch, beginMs)))
 				ev.recs = append(ev.recs, all[pre:]...)
 				ev.recs = append(ev.recs, uint64(analysis.MakeRecord(false, analysis.Dispatch, max(ev.endMs, beginMs))))
 			}
-			ev.note = treeNote(d.Recorded(), ok)
+			ev.rec = dispatchRecording(d.Recorded())
 		default:
 			if d.Recorded() {
 				ev.recs = d.Records(nil)
 			}
-			ev.note = treeNote(d.Recorded(), len(ev.recs) > 0)
+			ev.rec = dispatchRecording(d.Recorded())
 		}
 		d.End()
 		startup.endWarm(ev)
@@ -585,13 +584,11 @@ func coldIssues(in coldInput) []Issue {
 	if time.Duration(p.startupDuration)*time.Millisecond <= in.threshold {
 		return issues
 	}
-	note := ""
-	switch {
-	case in.info.Wrapped:
-		note = noteStartupWrap
-	case len(in.info.Records) == 0:
-		note = noteNoStartupRec
+	rec := recStartup
+	if in.info.Wrapped {
+		rec = recStartupWrapped
 	}
+	note := treeNote(rec, len(in.info.Records) > 0)
 	tree := buildTree(in.info.Records, nil, analysis.NonStrict, 0, p.init)
 	sc := &EvilReport{
 		Detail: DetailStartup,
@@ -622,10 +619,7 @@ func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
 		return issues
 	}
 	tree := buildTree(ev.recs, nil, analysis.Strict, ev.endMs, cost)
-	note := ev.note
-	if note == "" && len(tree.res.Items) == 0 {
-		note = noteWrapped
-	}
+	note := treeNote(ev.rec, len(tree.res.Items) > 0)
 	sc := &EvilReport{
 		Detail:  DetailStartup,
 		Scene:   ev.scene,

@@ -306,7 +306,7 @@ func TestColdIssuesWithoutFacts(t *testing.T) {
 }
 
 func TestWarmIssues(t *testing.T) {
-	ev := startupEvent{warm: true, from: t0, at: t0.Add(ms(1500)), scene: StartupSceneReady, note: noteWarmNoTree}
+	ev := startupEvent{warm: true, from: t0, at: t0.Add(ms(1500)), scene: StartupSceneReady, rec: recWarmMarked}
 	issues := warmIssues(ev, 4*time.Second)
 	if len(issues) != 1 {
 		t.Fatalf("%d issues", len(issues))
@@ -327,7 +327,7 @@ func TestWarmIssues(t *testing.T) {
 	}
 	// With the records of a ReloadFunc dispatch, still open when copied.
 	ev.recs = records(true, beat.DispatchID, 100, true, idA, 100, false, idA, 4550)
-	ev.endMs, ev.note = 4600, ""
+	ev.endMs, ev.rec = 4600, recDispatch
 	c = warmIssues(ev, 4*time.Second)[1].Content
 	if c["recorded"] != true || c["stack"] != fmt.Sprintf("0,%d,1,4500\n1,%d,1,4450\n", beat.DispatchID, idA) || c["stackKey"] != fmt.Sprintf("%d|", idA) {
 		t.Errorf("warm STARTUP with records %v", c)
@@ -710,5 +710,32 @@ func TestReloadFuncCallTree(t *testing.T) {
 		if cost := c["cost"].(int64); cost < 54 || cost > took[i]+1 {
 			t.Errorf("warm tree %d: cost %d, want at least 54 and at most the %d ms its dispatch took", i, cost, took[i])
 		}
+	}
+}
+
+// TestTreeNote: the note of every kind of report without a call tree, and
+// none for one with a tree.
+func TestTreeNote(t *testing.T) {
+	for _, c := range []struct {
+		rec  recording
+		has  bool
+		want string
+	}{
+		{recDispatch, true, ""},
+		{recDispatch, false, noteWrapped},
+		{recNoBuffer, false, noteNoBuffer},
+		{recOff, false, noteNotRecording},
+		{recWarmMarked, false, noteWarmNoTree},
+		{recStartup, true, ""},
+		{recStartup, false, noteNoStartupRec},
+		{recStartupWrapped, false, noteStartupWrap},
+		{recStartupWrapped, true, noteStartupWrap},
+	} {
+		if got := treeNote(c.rec, c.has); got != c.want {
+			t.Errorf("treeNote(%d, %v) = %q, want %q", c.rec, c.has, got, c.want)
+		}
+	}
+	if dispatchRecording(true) != recDispatch || dispatchRecording(false) != recNoBuffer {
+		t.Errorf("dispatchRecording")
 	}
 }

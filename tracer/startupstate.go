@@ -85,7 +85,7 @@ func (s *startupState) ready(at time.Time, scene string) {
 	if s.warmFrom.IsZero() || s.warmFunc || scene == StartupSceneHTTP {
 		return
 	}
-	s.endWarmLocked(startupEvent{warm: true, from: s.warmFrom, at: at, scene: scene, note: noteWarmNoTree})
+	s.endWarmLocked(startupEvent{warm: true, from: s.warmFrom, at: at, scene: scene, rec: recWarmMarked})
 }
 
 // beginWarm begins a warm start at from, for a ReloadFunc if fn. It

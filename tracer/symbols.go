@@ -86,15 +86,49 @@ const (
 	noteWrapped  = "no call tree: the dispatch made more calls than its buffer holds and its oldest records were overwritten (raise MATRIX_BUFFER_SIZE)"
 )
 
-// treeNote explains a dispatch without a call tree, or returns "".
-func treeNote(recorded, hasRecords bool) string {
-	switch {
-	case !recorded:
-		return noteNoBuffer
-	case !hasRecords:
-		return noteWrapped
+// A recording says how the records of a report were recorded, for
+// treeNote.
+type recording int
+
+const (
+	recDispatch       recording = iota // by a dispatch, into its buffer
+	recNoBuffer                        // by none: the dispatch began with every buffer in use
+	recOff                             // by none: the recorder was not running
+	recWarmMarked                      // by none: a warm start-up marked with Reload and Ready
+	recStartup                         // on the start-up ring, during package initialisation
+	recStartupWrapped                  // on the start-up ring, which overflowed
+)
+
+// dispatchRecording is the recording of a dispatch that had a buffer
+// (recorded) or not.
+func dispatchRecording(recorded bool) recording {
+	if recorded {
+		return recDispatch
 	}
-	return ""
+	return recNoBuffer
+}
+
+// treeNote explains a report without a call tree, given how its records
+// were recorded and whether it has any (a tree, for a warm start-up), or
+// returns "" when it has a call tree. Every report decides its note here.
+func treeNote(rec recording, has bool) string {
+	switch rec {
+	case recNoBuffer:
+		return noteNoBuffer
+	case recOff:
+		return noteNotRecording
+	case recWarmMarked:
+		return noteWarmNoTree
+	case recStartupWrapped:
+		return noteStartupWrap
+	}
+	switch {
+	case has:
+		return ""
+	case rec == recStartup:
+		return noteNoStartupRec
+	}
+	return noteWrapped
 }
 
 // framesOf symbolises a call tree with the names the binary carries
