@@ -6,7 +6,7 @@
 // matrix* constants it uses are rendered from the abi package into a file
 // of their own (abi.RuntimeConstants).
 //
-// It It holds the hot path of the Matrix recorder: the hooks that
+// It holds the hot path of the Matrix recorder: the hooks that
 // instrumented functions call, and the few entry points the beat package
 // reaches through linknames. Each goroutine inside a dispatch has a ring
 // buffer in g.matrixBeat (a field added to runtime.g); every other
@@ -81,7 +81,7 @@ type matrixRing struct {
 	maxKids uint32
 	lost    uint32
 	seq     uint32
-	refs    uint32
+	refs    int32
 }
 
 // The view must match abi.Ring field for field: an array length that is
@@ -831,7 +831,7 @@ func matrixKidsDetach(p unsafe.Pointer) unsafe.Pointer {
 //go:linkname matrixKidRelease
 func matrixKidRelease(p unsafe.Pointer) {
 	c := (*matrixRing)(p)
-	if atomic.Xadd(&c.refs, -1) != 0 {
+	if atomic.Xaddint32(&c.refs, -1) != 0 {
 		return
 	}
 	lock(&matrixKidLock)

@@ -271,7 +271,6 @@ func RuntimeConstants() []byte {
 
 // The recorder's contract, rendered from matrixexec's abi package.
 const (
-	matrixABIVersion   = %d
 	matrixEnterBit     = %d
 	matrixIDShift      = %d
 	matrixIDMask       = %d
@@ -311,7 +310,7 @@ const (
 	matrixExtReasonShift = %d
 	matrixExtMaxPCs      = %d
 )
-`, Version, EnterBit, IDShift, IDMask, TimeMask, DispatchID, StartupRingSize,
+`, EnterBit, IDShift, IDMask, TimeMask, DispatchID, StartupRingSize,
 		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset,
 		RingOuterOffset, RingFrameOffset, RingStateOffset,
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,

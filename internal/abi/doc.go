@@ -11,7 +11,8 @@
 // package is out of reach), so matrixexec renders the values into them as
 // constants (see RuntimeConstants and package inject); the beat
 // package and the analysis import them; and the runtime file checks its own
-// view of the ring against the rendered offsets when it is compiled.
+// view of the ring and of the name table against the rendered offsets when
+// it is compiled.
 //
 // # Extended records: waits, system calls, runnable time, goroutines
 //

@@ -297,7 +297,7 @@ func Spans(r *Report) ([]Span, error) {
 // frameName is a node's span name: the function, "[reason]" for a wait
 // ("[sync.Mutex.Lock]"), or "id <id>" when the report does not name it.
 func frameName(f Frame) string {
-	if f.Kind == "wait" {
+	if f.Kind == tracer.FrameWait {
 		if f.Reason != "" {
 			return "[" + f.Reason + "]"
 		}
@@ -307,7 +307,7 @@ func frameName(f Frame) string {
 	if name == "" {
 		name = "id " + strconv.FormatUint(uint64(f.ID), 10)
 	}
-	if f.Kind == "goroutine" {
+	if f.Kind == tracer.FrameGoroutine {
 		return "[goroutine] " + name
 	}
 	return name
