@@ -170,7 +170,10 @@ func declares(names map[string]bool, n ast.Node, reason *string) {
 // the frame's flag after the opening brace, names for unnamed results,
 // every return statement rewritten, and an exit before the closing brace
 // when the body can fall off its end.
-func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string) []edit {
+//
+// enter, if not nil, renders the entry check instead: it gets whether the
+// frame's flag is needed, and returns statements that declare it if so.
+func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string, enter func(flag bool) string) []edit {
 	var returns []*ast.ReturnStmt
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -210,11 +213,15 @@ func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockSt
 	fallsOff := len(results) == 0 && !endsInReturn(body)
 	lbrace := p.offset(body.Lbrace) + 1
 	entry := prefix
-	if len(returns) == 0 && !fallsOff {
+	flag := len(returns) > 0 || fallsOff
+	switch {
+	case enter != nil:
+		entry += enter(flag)
+	case !flag:
 		// No exit site (the body ends in a panic or an endless loop): no
 		// flag either, it would be unused.
 		entry += "if " + HookActive + ".v != 0 { " + HookEnter + "(" + idMark + ") }; "
-	} else {
+	default:
 		entry += exitFlag + " := " + HookActive + ".v != 0 && " + HookEnter + "(" + idMark + "); "
 	}
 	edits = append(edits, edit{offset: lbrace, end: lbrace, fn: fn, text: entry + p.directive(f, lbrace)})
@@ -354,5 +361,104 @@ func (p *Plan) copyEdits(f *srcFile, fn int, body *ast.BlockStmt, exits []edit) 
 		edit{offset: rbrace, end: rbrace, fn: fn, text: b.String()})
 }
 
+// Arguments through the enter hook.
+//
+// In a recording copy the arguments are live across the enter hook's call,
+// which clobbers every register: the register allocator would spill them,
+// and since the original body may spill them too, it would place those
+// spills before the branch between the copies, on the path that does not
+// record. So the recording copy passes its parameters through the hook:
+//
+//	var __matrix_e bool; __matrix_e, e, key = __matrix_in3(id, e, key)
+//
+// where __matrix_in3, declared at the end of the file, returns
+// __matrix_i(id) and its other arguments unchanged. The copy then works on
+// values the call defined, whose spills stay in the copy. The helper is not
+// inlined (that would undo it), and runs only while recording; its frame
+// never holds user code, so no stack trace shows it.
+
+// passPrefix names the enter helpers of a file.
+const passPrefix = "__matrix_in"
+
+// passEnter returns the entry of fn's recording copy that passes its named
+// parameters (receiver first) through an enter helper, declaring the helper
+// in f if the file has none of that signature; nil if there is nothing to
+// pass or the parameters' types cannot be written at file level (type
+// parameters, function literals).
+func (p *Plan) passEnter(f *srcFile, fd *ast.FuncDecl) func(flag bool) string {
+	if fd.Type.TypeParams != nil {
+		return nil
+	}
+	var names, typs []string
+	lists := []*ast.FieldList{fd.Recv, fd.Type.Params}
+	for li, fl := range lists {
+		if fl == nil {
+			continue
+		}
+		for _, fld := range fl.List {
+			typ := fld.Type
+			if li == 0 && genericRecv(typ) {
+				return nil
+			}
+			prefix := ""
+			if e, ok := typ.(*ast.Ellipsis); ok {
+				prefix, typ = "[]", e.Elt
+			}
+			text := string(f.src[p.offset(typ.Pos()):p.offset(typ.End())])
+			if strings.Contains(text, "//") || strings.Contains(text, "/*") {
+				return nil
+			}
+			for _, n := range fld.Names {
+				if n.Name != "_" {
+					names = append(names, n.Name)
+					typs = append(typs, prefix+text)
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	key := strings.Join(typs, "\x00")
+	name, ok := f.helpers[key]
+	if !ok {
+		name = passPrefix + strconv.Itoa(p.helpers)
+		p.helpers++
+		if f.helpers == nil {
+			f.helpers = map[string]string{}
+		}
+		f.helpers[key] = name
+		var params, results, args []string
+		for i, t := range typs {
+			a := "a" + strconv.Itoa(i)
+			params = append(params, a+" "+t)
+			results = append(results, t)
+			args = append(args, a)
+		}
+		fmt.Fprintf(&f.helperDecls, "\n//go:noinline\nfunc %s(id uint32, %s) (bool, %s) { return %s(id), %s }\n",
+			name, strings.Join(params, ", "), strings.Join(results, ", "), HookEnter, strings.Join(args, ", "))
+	}
+	call := name + "(" + idMark + ", " + strings.Join(names, ", ") + "); "
+	return func(flag bool) string {
+		if !flag {
+			return "_, " + strings.Join(names, ", ") + " = " + call
+		}
+		return "var " + exitFlag + " bool; " + exitFlag + ", " + strings.Join(names, ", ") + " = " + call
+	}
+}
+
+// genericRecv reports whether a receiver type has type parameters.
+func genericRecv(t ast.Expr) bool {
+	t = ast.Unparen(t)
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = ast.Unparen(s.X)
+	}
+	switch t.(type) {
+	case *ast.IndexExpr, *ast.IndexListExpr:
+		return true
+	}
+	return false
+}
+
 // DefaultCopyBudget is the default Options.CopyBudget.
-const DefaultCopyBudget = 400
+const DefaultCopyBudget = 160

@@ -132,6 +132,24 @@ func f%[1]d(x int) (int, int) {
 	}
 	return w%[1]d(), len(fmt.Sprint(x))
 }`,
+	// a method with a struct receiver, pointer, array, blank and variadic
+	// parameters, floats: what a recording copy passes through its enter
+	// helper
+	`type s%[1]d struct {
+	a, b int
+	f    float64
+}
+func (v s%[1]d) m(p *s%[1]d, arr [3]int, _ string, xs ...float64) (r float64) {
+	r = v.f + p.f + float64(arr[2])
+	for i := 0; i < len(xs); i++ { r += xs[i] + float64(len(fmt.Sprint(xs[i]))) }
+	if r > %[2]d { return r * 2 }
+	p.a++
+	return r - float64(p.a)
+}
+func f%[1]d(x int) float64 {
+	v := s%[1]d{a: x, f: 1.5}
+	return v.m(&v, [3]int{x, x, x}, "", float64(x), 2.25) + float64(v.a)
+}`,
 	// no exit site: the body ends in an endless loop
 	`func f%[1]d(x int) int {
 	for i := 0; ; i++ {

@@ -168,7 +168,7 @@ func main() { fmt.Println(small(1)); fmt.Println(labels(2)) }
 	for _, re := range []string{
 		// The original body, untouched, runs while the recorder is off;
 		// the recording copy follows with the entry and exits.
-		`func small\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v == 0 \{/\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\treturn fmt\.Println\(x, x, x\)\n\t\}\n\treturn len\(fmt\.Sprint\(x, x, x\)\), nil\n\} else \{__matrix_e := __matrix_on\.v != 0 && __matrix_i\(1\); /\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\t__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_e \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
+		`func small\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v == 0 \{/\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\treturn fmt\.Println\(x, x, x\)\n\t\}\n\treturn len\(fmt\.Sprint\(x, x, x\)\), nil\n\} else \{var __matrix_e bool; __matrix_e, x = __matrix_in0\(1, x\); /\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\t__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_e \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
 		`\}/\*line [^*]*x\.go:10:1\*/\}\n`,
 		// Labels of the copy are renamed, with their uses.
 		`__matrix_Lagain/\*line [^*]*x\.go:13:6\*/:`,
@@ -178,7 +178,10 @@ func main() { fmt.Println(small(1)); fmt.Println(labels(2)) }
 		// The original keeps its labels.
 		`\nagain:\n\tr \+= len`,
 		// Falling off the end: the copy records the exit.
-		`func falls\(x int\) \{if __matrix_on\.v == 0 \{/\*line [^*]*\*/ fmt\.Println\(x, x, x\); fmt\.Println\(x, x\) \} else \{__matrix_e := `,
+		`func falls\(x int\) \{if __matrix_on\.v == 0 \{/\*line [^*]*\*/ fmt\.Println\(x, x, x\); fmt\.Println\(x, x\) \} else \{var __matrix_e bool; __matrix_e, x = __matrix_in0\(3, x\); `,
+		// The copies pass their parameters through one enter helper
+		// per signature, declared at the end of the file.
+		`\n//go:noinline\nfunc __matrix_in0\(id uint32, a0 int\) \(bool, int\) \{ return __matrix_i\(id\), a0 \}\n$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("rewritten file does not match %s\n%s", re, text)
@@ -232,7 +235,7 @@ func overMethod(l *list) { for x := range l.All() { fmt.Println(x, l) }; fmt.Pri
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "packagefile {{.ImportPath}}={{.Export}}", "fmt", "iter", "maps")
+	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{if .Export}}packagefile {{.ImportPath}}={{.Export}}{{end}}", "fmt", "iter", "maps")
 	importcfg, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -export: %v", err)

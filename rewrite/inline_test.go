@@ -153,7 +153,7 @@ func TestInlineEstimateMatchesCompiler(t *testing.T) {
 // all their dependencies, as cmd/go would write for a compile.
 func exportImportcfg(t testing.TB, pkgs []string) []byte {
 	t.Helper()
-	out, err := exec.Command("go", append([]string{"list", "-export", "-deps", "-f", "packagefile {{.ImportPath}}={{.Export}}"}, pkgs...)...).Output()
+	out, err := exec.Command("go", append([]string{"list", "-export", "-deps", "-f", "{{if .Export}}packagefile {{.ImportPath}}={{.Export}}{{end}}"}, pkgs...)...).Output()
 	if err != nil {
 		t.Fatalf("go list -export: %v", err)
 	}

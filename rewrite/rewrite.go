@@ -139,9 +139,10 @@ type Plan struct {
 	// of their body (Options.CopyBudget).
 	Copied []string
 
-	opts  Options
-	fset  *token.FileSet
-	files []*srcFile
+	opts    Options
+	fset    *token.FileSet
+	files   []*srcFile
+	helpers int // enter helpers declared so far (see passEnter)
 }
 
 type srcFile struct {
@@ -152,6 +153,11 @@ type srcFile struct {
 	lineNames map[string]string
 	ast       *ast.File
 	cgo       bool
+	// helpers maps the parameter types of an enter helper declared in the
+	// file to its name; helperDecls holds their declarations, added at the
+	// end of the file (see passEnter).
+	helpers     map[string]string
+	helperDecls strings.Builder
 }
 
 // Output is one file to hand to the compiler.
@@ -314,16 +320,25 @@ func (p *Plan) analyse() {
 			}
 			// Edits at one offset (the end of a result type and the
 			// opening brace that follows it) keep their order.
-			edits := p.exitEdits(f, fn, ftype, body, prefix)
+			var edits []edit
 			if cb := p.opts.CopyBudget; cb > 0 && copyable(body, pkgInfo) && est.body(body, cb) <= cb {
-				edits = p.copyEdits(f, fn, body, edits)
+				var enter func(bool) string
+				if fd, ok := n.(*ast.FuncDecl); ok {
+					enter = p.passEnter(f, fd)
+				}
+				edits = p.copyEdits(f, fn, body, p.exitEdits(f, fn, ftype, body, prefix, enter))
 				p.Copied = append(p.Copied, name)
+			} else {
+				edits = p.exitEdits(f, fn, ftype, body, prefix, nil)
 			}
 			for _, e := range edits {
 				f.add(e)
 			}
 			return true
 		})
+		if f.helperDecls.Len() > 0 {
+			f.insert(len(f.src), "\n"+f.helperDecls.String())
+		}
 	}
 }
 
@@ -366,6 +381,9 @@ func (p *Plan) Apply(ids []uint32) ([]Output, error) {
 		out[i].Path = f.path
 		if f.changed() {
 			out[i].Src = f.render(func(e edit) string {
+				if e.fn < 0 {
+					return e.text
+				}
 				return strings.ReplaceAll(e.text, idMark, strconv.FormatUint(uint64(ids[e.fn]), 10))
 			})
 		}

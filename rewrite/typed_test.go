@@ -68,7 +68,7 @@ func TestSelectionWithTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "packagefile {{.ImportPath}}={{.Export}}", "fmt", "io", "os", "strings", "sync/atomic", "time")
+	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{if .Export}}packagefile {{.ImportPath}}={{.Export}}{{end}}", "fmt", "io", "os", "strings", "sync/atomic", "time")
 	cmd.Dir = dir
 	importcfg, err := cmd.Output()
 	if err != nil {

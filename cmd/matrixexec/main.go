@@ -145,7 +145,7 @@ build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
                      recorder is off), returns (at each return) or defer (a deferred call)
                                            (MATRIX_EXITS, default copy)
   -copy-budget N     with -exits copy, the estimated inlining cost up to which a function
-                     keeps a hook-free copy; 0 for none  (MATRIX_COPY_BUDGET, default 400)
+                     keeps a hook-free copy; 0 for none  (MATRIX_COPY_BUDGET, default 160)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
   -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
 
