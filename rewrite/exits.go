@@ -279,7 +279,7 @@ func (p *Plan) directive(f *srcFile, off int) string {
 //	if __matrix_on.v == 0 {
 //		<the original body, untouched>
 //	} else {
-//		__matrix_e := … __matrix_i(id); <the body with exits at its returns>
+//		<the entry check (see passEnter)>; <the body with exits at its returns>
 //	}
 //
 // While the recorder is off a call pays one load and one branch: no frame
@@ -290,9 +290,13 @@ func (p *Plan) directive(f *srcFile, off int) string {
 // compiler gives are those of a plain build. Labels are function-wide, so
 // those of the copy are renamed. A body is copied only if copying cannot
 // change what it does or how the compiler names things: no function
-// literals, go or defer statements (the compiler names their functions and
-// wrappers by a per-function counter), and no type declarations (each copy
-// would declare a distinct type).
+// literals, go or defer statements or ranges over a function (the compiler
+// names the functions and wrappers it makes of them by a per-function
+// counter), and no type declarations (each copy would declare a distinct
+// type).
+
+// DefaultCopyBudget is the default Options.CopyBudget.
+const DefaultCopyBudget = 160
 
 // labelPrefix renames the labels of a body's recording copy.
 const labelPrefix = "__matrix_L"
@@ -459,6 +463,3 @@ func genericRecv(t ast.Expr) bool {
 	}
 	return false
 }
-
-// DefaultCopyBudget is the default Options.CopyBudget.
-const DefaultCopyBudget = 160

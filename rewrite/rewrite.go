@@ -321,7 +321,7 @@ func (p *Plan) analyse() {
 			// Edits at one offset (the end of a result type and the
 			// opening brace that follows it) keep their order.
 			var edits []edit
-			if cb := p.opts.CopyBudget; cb > 0 && copyable(body, pkgInfo) && est.body(body, cb) <= cb {
+			if cb := p.opts.CopyBudget; cb > 0 && est.body(body, cb) <= cb && copyable(body, pkgInfo) {
 				var enter func(bool) string
 				if fd, ok := n.(*ast.FuncDecl); ok {
 					enter = p.passEnter(f, fd)
