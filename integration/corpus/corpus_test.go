@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/matrixgo/matrix/internal/testgo"
 )
@@ -59,6 +60,17 @@ func selection() string {
 //     recordingThresholdMs, reports nearly every test with its call tree to
 //     a file. The run must also show that recording happened (see
 //     checkReports).
+//
+// A module whose graph has a package the tracer links, from another build
+// than this checkout's (the module is one of the tracer's dependencies,
+// such as protobuf, or requires one at another version), cannot be
+// recorded that way: zero-code mode refuses to link two builds of a
+// package. Its copy's go.mod then requires this module, replaced by this
+// checkout, as a user's module does that adds the tracer, and recording
+// builds the tracer in that graph (see runner.ownGraph); all its runs,
+// plain too, use that go.mod, so that they compare the same graph. Its
+// instrumented run then links the tracer too, not started, as zero-code
+// mode's default (auto) does in such a user's builds.
 //
 // The default subset runs the modules marked ci, and recording for those
 // also marked ciRecording; -corpus=full runs every module both ways. All
@@ -169,6 +181,8 @@ type runner struct {
 	toolchain string // GOTOOLCHAIN of the runs: "local" or a release
 	work      string // module copies
 	out       string // where the -json logs go
+
+	tracerMods []*goModule // the modules the tracer links (tracerModules)
 }
 
 func newRunner(t *testing.T, mode string) *runner {
@@ -252,11 +266,23 @@ func (r *runner) run(t *testing.T, m module, variants []variant) *result {
 	if res.pkgs == nil {
 		res.pkgs = []string{"./..."}
 	}
-	dir := r.fetch(t, m)
+	wt := &workTree{dir: r.fetch(t, m)}
 	t.Logf("%s@%s (%s): go test %s", m.path, m.version, m.why, strings.Join(append(slices.Clone(m.flags), res.pkgs...), " "))
+	if slices.ContainsFunc(variants, func(v variant) bool { return v.recording }) {
+		why, err := r.ownGraph(wt.dir)
+		if err != nil {
+			t.Fatalf("placing the tracer: %v", err)
+		}
+		wt.ownGraph = why
+		if len(why) > 0 {
+			t.Logf("recording builds the tracer in the module's own graph, not in this checkout (MATRIX_ZEROCODE_MODULE), which would link two builds of a package:\n\t%s\n"+
+				"so the module's go.mod requires %s, replaced by this checkout, in all its runs",
+				strings.Join(why, "\n\t"), blacklist.SelfModule)
+		}
+	}
 
 	start := time.Now()
-	res.plain = r.goTest(t, m, dir, plainRun, res.pkgs, m.flags, plainRun.name)
+	res.plain = r.goTest(t, m, wt, plainRun, res.pkgs, m.flags, plainRun.name)
 	res.plainDur = time.Since(start)
 	if len(res.plain.passed()) == 0 {
 		t.Fatalf("no test passed in the plain run: the module or the environment is broken\n%s", res.plain.diagnostics())
@@ -264,7 +290,7 @@ func (r *runner) run(t *testing.T, m module, variants []variant) *result {
 	t.Logf("plain: %d passed in %v", len(res.plain.passed()), res.plainDur.Round(time.Second))
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			res.runs = append(res.runs, r.runVariant(t, m, dir, res, v))
+			res.runs = append(res.runs, r.runVariant(t, m, wt, res, v))
 		})
 	}
 	return res
@@ -272,10 +298,10 @@ func (r *runner) run(t *testing.T, m module, variants []variant) *result {
 
 // runVariant runs the module's tests in variant v and compares them with
 // the plain run.
-func (r *runner) runVariant(t *testing.T, m module, dir string, res *result, v variant) *variantResult {
+func (r *runner) runVariant(t *testing.T, m module, wt *workTree, res *result, v variant) *variantResult {
 	vr := &variantResult{v: v}
 	start := time.Now()
-	vr.run = r.goTest(t, m, dir, v, res.pkgs, m.flags, v.name)
+	vr.run = r.goTest(t, m, wt, v, res.pkgs, m.flags, v.name)
 	vr.dur = time.Since(start)
 	res.funcs = r.instrumentedFuncs(t, m)
 	if res.funcs == 0 {
@@ -285,7 +311,7 @@ func (r *runner) runVariant(t *testing.T, m module, dir string, res *result, v v
 	d := compare(res.plain.final, vr.run.final)
 	vr.onlyInstr, vr.failedBoth, vr.unstable = d.onlyInstr, d.failedBoth, d.unstable
 	if len(d.lost) > 0 {
-		vr.missing, vr.flaky = r.rerun(t, m, dir, v, d.lost)
+		vr.missing, vr.flaky = r.rerun(t, m, wt, v, d.lost)
 	}
 
 	t.Logf("%s (%d functions of the module instrumented): %d passed in %v (plain: %d)",
@@ -472,9 +498,36 @@ func copyTree(src, dst string) error {
 	})
 }
 
-// goTest runs go test -json in dir in variant v and parses its events.
-// The label names the log file (and, recording, the report file).
-func (r *runner) goTest(t *testing.T, m module, dir string, v variant, pkgs, extra []string, label string) *testRun {
+// workTree is the writable copy of a module that its runs test.
+type workTree struct {
+	dir string
+	// ownGraph, if set, says why recording builds the tracer in the
+	// module's own graph (the copy's go.mod requires this module,
+	// replaced by this checkout); otherwise it is built in this checkout
+	// (MATRIX_ZEROCODE_MODULE). See runner.ownGraph.
+	ownGraph []string
+}
+
+// env returns the environment of the go commands of module runs: none of
+// the user's MATRIX_* (the configuration is the runner's alone), and
+// GOFLAGS with the runner's flags and goflags.
+func (r *runner) env(goflags string) []string {
+	flags := "-mod=mod -buildvcs=false"
+	if goflags != "" {
+		flags += " " + goflags
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "MATRIX_") })
+	return append(env,
+		"GOFLAGS="+flags,
+		"GOWORK=off",
+		"GOTOOLCHAIN="+r.toolchain,
+	)
+}
+
+// goTest runs go test -json in the module copy in variant v and parses
+// its events. The label names the log file (and, recording, the report
+// file).
+func (r *runner) goTest(t *testing.T, m module, wt *workTree, v variant, pkgs, extra []string, label string) *testRun {
 	timeout := m.timeout
 	if timeout == 0 {
 		timeout = 10 * time.Minute
@@ -489,20 +542,13 @@ func (r *runner) goTest(t *testing.T, m module, dir string, v variant, pkgs, ext
 		defer cancel()
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
-	goflags := "-mod=mod -buildvcs=false"
+	cmd.Dir = wt.dir
+	goflags := ""
 	if v.instrumented {
-		goflags += " -toolexec=" + r.matrixexe
+		goflags = "-toolexec=" + r.matrixexe
 	}
 	base := filepath.Join(r.out, m.name+"."+strings.ReplaceAll(label, " ", "-"))
-	// The configuration is the runner's alone: none of the user's MATRIX_*.
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "MATRIX_") })
-	cmd.Env = append(cmd.Env,
-		"GOFLAGS="+goflags,
-		"GOWORK=off",
-		"GOTOOLCHAIN="+r.toolchain,
-		"MATRIX_MAP="+r.mapFile,
-	)
+	cmd.Env = append(r.env(goflags), "MATRIX_MAP="+r.mapFile)
 	report := ""
 	if v.recording {
 		report = base + ".report.jsonl"
@@ -511,10 +557,12 @@ func (r *runner) goTest(t *testing.T, m module, dir string, v variant, pkgs, ext
 		}
 		cmd.Env = append(cmd.Env,
 			"MATRIX_ZEROCODE=on", // fail the build if the tracer cannot be linked
-			"MATRIX_ZEROCODE_MODULE="+r.root,
 			"MATRIX_REPORT="+report,
 			fmt.Sprintf("MATRIX_EVIL_THRESHOLD_MS=%d", recordingThresholdMs),
 		)
+		if len(wt.ownGraph) == 0 {
+			cmd.Env = append(cmd.Env, "MATRIX_ZEROCODE_MODULE="+r.root)
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -672,7 +720,7 @@ func tail(lines []string, n int) string {
 // rerun runs the top-level tests of the lost keys again in variant v, up
 // to twice, and splits the keys into those that still do not pass and
 // flaky ones.
-func (r *runner) rerun(t *testing.T, m module, dir string, v variant, lost []string) (missing, flaky []string) {
+func (r *runner) rerun(t *testing.T, m module, wt *workTree, v variant, lost []string) (missing, flaky []string) {
 	byPkg := map[string]map[string]bool{}
 	for _, k := range lost {
 		pkg, test, _ := strings.Cut(k, " ")
@@ -691,7 +739,7 @@ func (r *runner) rerun(t *testing.T, m module, dir string, v variant, lost []str
 		sort.Strings(quoted)
 		run := "-run=^(" + strings.Join(quoted, "|") + ")$"
 		for attempt := 1; attempt <= 2; attempt++ {
-			tr := r.goTest(t, m, dir, v, []string{pkg}, append([]string{run}, m.flags...), fmt.Sprintf("rerun %d %s %s", attempt, v.name, strings.ReplaceAll(pkg, "/", "_")))
+			tr := r.goTest(t, m, wt, v, []string{pkg}, append([]string{run}, m.flags...), fmt.Sprintf("rerun %d %s %s", attempt, v.name, strings.ReplaceAll(pkg, "/", "_")))
 			for k := range tr.passed() {
 				passedInstr[k] = true
 			}

@@ -3,7 +3,10 @@
 // pinned versions, once plain and built with -toolexec=matrixexec, both
 // with recording off and with recording on (the zero-code tracer linked and
 // started, every test a recorded dispatch, reports written to a file), and
-// compares the sets of passing tests. A test that passes plain but not
+// compares the sets of passing tests. The tracer is built in this checkout
+// (MATRIX_ZEROCODE_MODULE), or, for a module whose graph has another build
+// of a package the tracer links (protobuf), in the module's own graph, its
+// go.mod made to require this checkout. A test that passes plain but not
 // instrumented is a bug in matrixexec.
 //
 // The runner is TestCorpus in corpus_test.go; the modules are listed in
