@@ -11,14 +11,22 @@ import (
 
 // Exit hooks.
 //
-// An instrumented function records its exit at its returns: the entry check
-// leaves a per-frame flag, and every return statement of the function (not
-// those of the function literals it contains) becomes
+// An instrumented function records its exit at its returns: every return
+// statement of the function (not those of the function literals it
+// contains) becomes
 //
-//	r0, r1 = <results>; if __matrix_e { __matrix_o(id) }; return
+//	r0, r1 = <results>; if __matrix_on.v != 0 { __matrix_o(id) }; return
 //
 // so that the results are evaluated, and the calls they make are counted,
-// before the exit is recorded. Unnamed results are named __matrix_r0, … for
+// before the exit is recorded. The check at a return reads the recorder's
+// flag again rather than a flag the entry left in the frame: such a flag
+// lives across every call the function makes, so it costs a store, a
+// reload after calls and a register on the path that does not record. The
+// two are the same but in a frame that begins or ends a dispatch: the
+// runtime records an exit only on a goroutine that records (as it does an
+// entry), and the analysis drops an exit without its entry (the frame that
+// began the dispatch, returning before its deferred End) and closes an
+// entry without its exit. Unnamed results are named __matrix_r0, … for
 // this (callers see the same type; nothing in the body can refer to those
 // names), named results are assigned as a return statement assigns them, and
 // deferred functions then see and change them exactly as before. A function
@@ -209,20 +217,17 @@ func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockSt
 			}
 		}
 	}
-	exit := "if " + exitFlag + " { " + HookExit + "(" + idMark + ") }; "
 	fallsOff := len(results) == 0 && !endsInReturn(body)
 	lbrace := p.offset(body.Lbrace) + 1
 	entry := prefix
-	flag := len(returns) > 0 || fallsOff
-	switch {
-	case enter != nil:
+	exit := "if " + HookActive + ".v != 0 { " + HookExit + "(" + idMark + ") }; "
+	if flag := len(returns) > 0 || fallsOff; enter != nil {
+		// A recording copy, entered with the recorder on: it keeps the
+		// flag its enter helper returns.
 		entry += enter(flag)
-	case !flag:
-		// No exit site (the body ends in a panic or an endless loop): no
-		// flag either, it would be unused.
+		exit = "if " + exitFlag + " { " + HookExit + "(" + idMark + ") }; "
+	} else {
 		entry += "if " + HookActive + ".v != 0 { " + HookEnter + "(" + idMark + ") }; "
-	default:
-		entry += exitFlag + " := " + HookActive + ".v != 0 && " + HookEnter + "(" + idMark + "); "
 	}
 	edits = append(edits, edit{offset: lbrace, end: lbrace, fn: fn, text: entry + p.directive(f, lbrace)})
 	for _, r := range returns {

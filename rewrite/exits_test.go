@@ -87,16 +87,16 @@ func init() { fmt.Println(1, 2, 3) }
 	for _, re := range []string{
 		// Unnamed results are named; the results are assigned, the exit
 		// recorded, then the bare return at the original position.
-		`func unnamed\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{__matrix_e := __matrix_on\.v != 0 && __matrix_i\(1\); `,
-		`__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_e \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
+		`func unnamed\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(1\) \}; `,
+		`__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
 		// Named results are assigned; a bare return gets the exit before it.
-		`n, err =/\*line [^*]*\*/ fmt\.Println\(n, x, x\); if __matrix_e \{ __matrix_o\(2\) \}; /\*line [^*]*\*/return`,
-		`if n > 3 \{ if __matrix_e \{ __matrix_o\(2\) \}; /\*line [^*]*x\.go:14:13\*/return \}`,
+		`n, err =/\*line [^*]*\*/ fmt\.Println\(n, x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(2\) \}; /\*line [^*]*\*/return`,
+		`if n > 3 \{ if __matrix_on\.v != 0 \{ __matrix_o\(2\) \}; /\*line [^*]*x\.go:14:13\*/return \}`,
 		// Falling off the end records the exit before the closing brace.
-		`fmt\.Println\(x, x\) ; if __matrix_e \{ __matrix_o\(3\) \}; /\*line [^*]*\*/\}`,
+		`fmt\.Println\(x, x\) ; if __matrix_on\.v != 0 \{ __matrix_o\(3\) \}; /\*line [^*]*\*/\}`,
 		`func defers\(x int\) int \{if __matrix_on\.v != 0 && __matrix_i\(4\) \{ defer __matrix_o\(4\) \}`,
 		// goto is fine: nothing is declared after the entry.
-		`again:\n\tr \+= len\(fmt\.Sprint\(x, r\)\)\n\tif r < 10 \{ goto again \}\n\tif __matrix_e \{ __matrix_o\(8\) \}; /\*line [^*]*\*/return`,
+		`again:\n\tr \+= len\(fmt\.Sprint\(x, r\)\)\n\tif r < 10 \{ goto again \}\n\tif __matrix_on\.v != 0 \{ __matrix_o\(8\) \}; /\*line [^*]*\*/return`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("rewritten file does not match %s\n%s", re, text)
@@ -190,7 +190,7 @@ func main() { fmt.Println(small(1)); fmt.Println(labels(2)) }
 	// Not copied: a function with a closure (the closure itself is), a
 	// go statement, a type declaration, or over the budget.
 	for _, name := range []string{"closure", "starts", "local", "big"} {
-		re := regexp.MustCompile(`func ` + name + `\(x int\)[^{]*\{__matrix_e := `)
+		re := regexp.MustCompile(`func ` + name + `\(x int\)[^{]*\{if __matrix_on\.v != 0 \{ __matrix_i\(`)
 		if !re.MatchString(text) {
 			t.Errorf("%s: want exits at the returns without a copy\n%s", name, text)
 		}

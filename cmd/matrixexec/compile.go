@@ -257,7 +257,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 	if err := os.WriteFile(hooksPath, hooks, 0o600); err != nil {
 		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
 	}
-	cfg.log.Debug().Str("pkg", pkg).Int("instrumented", len(plan.Funcs)).Int("skipped", len(plan.Skips)).Msg("instrumented")
+	cfg.log.Debug().Str("pkg", pkg).Int("instrumented", len(plan.Funcs)).Int("skipped", len(plan.Skips)).Int("copied", len(plan.Copied)).Msg("instrumented")
 	// First: it declares __matrix_on, which must precede the package's own
 	// variables in declaration order (see rewrite.Plan.HooksFile).
 	return append([]string{hooksPath}, newFiles...), nil

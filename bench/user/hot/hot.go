@@ -15,12 +15,13 @@ import (
 //go:noinline
 func Empty() {}
 
-// Hooked is instrumented: matrixexec inserts
+// Hooked is instrumented: with exits at the returns, matrixexec inserts
 //
-//	__matrix_e := __matrix_on.v != 0 && __matrix_i(id)
+//	if __matrix_on.v != 0 { __matrix_i(id) }
 //
-// after its opening brace and `if __matrix_e { __matrix_o(id) }` before its
-// closing brace. It calls Empty, like every function matrixexec
+// after its opening brace and `if __matrix_on.v != 0 { __matrix_o(id) }`
+// before its closing brace (and by default it keeps a hook-free copy of
+// its body too). It calls Empty, like every function matrixexec
 // instruments calls something, so it has a stack frame with or without
 // hooks: Hooked − Twin is what the hooks add to a typical function.
 //
