@@ -174,13 +174,14 @@ func declares(names map[string]bool, n ast.Node, reason *string) {
 }
 
 // exitEdits returns the edits that give function fn (type ft, body body)
-// exit hooks at its returns, given the entry check text: the declaration of
-// the frame's flag after the opening brace, names for unnamed results,
-// every return statement rewritten, and an exit before the closing brace
-// when the body can fall off its end.
+// exit hooks at its returns: prefix and the entry check after the opening
+// brace, names for unnamed results, every return statement rewritten, and
+// an exit before the closing brace when the body can fall off its end.
 //
-// enter, if not nil, renders the entry check instead: it gets whether the
-// frame's flag is needed, and returns statements that declare it if so.
+// enter, if not nil, renders the entry check of a recording copy instead
+// (see passEnter): it gets whether the function has an exit site, and
+// returns statements that declare the frame's flag (exitFlag) if so, which
+// the exits then test.
 func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string, enter func(flag bool) string) []edit {
 	var returns []*ast.ReturnStmt
 	ast.Inspect(body, func(n ast.Node) bool {
