@@ -250,22 +250,15 @@ func runBin(t *testing.T, bin string, env ...string) (stdout, stderr string) {
 // rewritten with every function instrumented, and checks that both print
 // the same, positions included, and that the exits recorded match enters.
 // The seeds cover every shape; run as a test, they take two builds each.
+// A program may have no function that can be copied (its shapes all have
+// closures, say); TestExitShapeSeedsCopy checks that the seeds do.
 func FuzzExitShapes(f *testing.F) {
 	if testing.Short() {
 		f.Skip("builds programs: skipped with -short")
 	}
-	all := make([]byte, 0, 2*len(returnShapes))
-	for i := range returnShapes {
-		all = append(all, byte(i), byte(i*3))
+	for _, seed := range exitShapeSeeds() {
+		f.Add(seed)
 	}
-	f.Add(all)
-	rev := make([]byte, 0, 2*len(returnShapes))
-	for i := len(returnShapes) - 1; i >= 0; i-- {
-		rev = append(rev, byte(i), byte(i*5+1))
-	}
-	f.Add(rev)
-	// Exits at the returns only, no hook-free copies.
-	f.Add(append([]byte{0x80}, all[1:]...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 {
 			return
@@ -324,13 +317,47 @@ func FuzzExitShapes(f *testing.F) {
 		if !strings.Contains(gotErr, "hooks balanced") {
 			t.Fatalf("main's exit not recorded or unbalanced: %q", gotErr)
 		}
-		if copyBudget > 0 && len(p.Copied) == 0 {
-			t.Fatalf("no function has a hook-free copy\n%s", out[0].Src)
-		}
 		// With the recorder off, the hook-free copies run.
 		offOut, _ := runBin(t, filepath.Join(inst, "prog"), "MATRIX_STUB_OFF=1")
 		if offOut != wantOut {
 			t.Fatalf("output with the recorder off differs\nplain:\n%s\ninstrumented:\n%s\nprogram:\n%s", wantOut, offOut, out[0].Src)
 		}
 	})
+}
+
+// exitShapeSeeds returns FuzzExitShapes's seeds: every shape in order and in
+// reverse, and every shape without hook-free copies.
+func exitShapeSeeds() [][]byte {
+	all := make([]byte, 0, 2*len(returnShapes))
+	for i := range returnShapes {
+		all = append(all, byte(i), byte(i*3))
+	}
+	rev := make([]byte, 0, 2*len(returnShapes))
+	for i := len(returnShapes) - 1; i >= 0; i-- {
+		rev = append(rev, byte(i), byte(i*5+1))
+	}
+	// The high bit of the first byte: exits at the returns only.
+	return [][]byte{all, rev, append([]byte{0x80}, all[1:]...)}
+}
+
+// TestExitShapeSeedsCopy checks that FuzzExitShapes's seeds run hook-free
+// copies: those that ask for them give some functions a copy, and leave
+// others (with closures) without.
+func TestExitShapeSeedsCopy(t *testing.T) {
+	for _, seed := range exitShapeSeeds() {
+		if seed[0]&0x80 != 0 {
+			continue
+		}
+		path := filepath.Join(t.TempDir(), "main.go")
+		if err := os.WriteFile(path, []byte(exitProgram(seed)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPlan([]string{path}, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true, CopyBudget: DefaultCopyBudget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Copied) == 0 || len(p.Copied) >= len(p.Funcs) {
+			t.Errorf("seed %x: %d of %d functions copied, want some but not all", seed, len(p.Copied), len(p.Funcs))
+		}
+	}
 }
