@@ -222,10 +222,10 @@ func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockSt
 	lbrace := p.offset(body.Lbrace) + 1
 	entry := prefix
 	exit := "if " + HookActive + ".v != 0 { " + HookExit + "(" + idMark + ") }; "
-	if flag := len(returns) > 0 || fallsOff; enter != nil {
+	if enter != nil {
 		// A recording copy, entered with the recorder on: it keeps the
-		// flag its enter helper returns.
-		entry += enter(flag)
+		// flag its enter helper returns, if it has an exit site.
+		entry += enter(len(returns) > 0 || fallsOff)
 		exit = "if " + exitFlag + " { " + HookExit + "(" + idMark + ") }; "
 	} else {
 		entry += "if " + HookActive + ".v != 0 { " + HookEnter + "(" + idMark + ") }; "
@@ -288,8 +288,8 @@ func (p *Plan) directive(f *srcFile, off int) string {
 //		<the entry check (see passEnter)>; <the body with exits at its returns>
 //	}
 //
-// While the recorder is off a call pays one load and one branch: no frame
-// flag, no test at the returns, and the register allocator places the
+// While the recorder is off a call pays one load and one branch: no test
+// at the returns, and the register allocator places the
 // original body's spills as in a plain build, since the hooks' calls are on
 // the other branch. Both copies keep every position (line directives), and
 // they are one function, so stack traces, runtime.Caller and the names the
