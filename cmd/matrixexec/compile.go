@@ -315,11 +315,16 @@ func (cfg *config) mapPos(pos string) string {
 	if !filepath.IsAbs(pos) {
 		return pos
 	}
-	getenv := cfg.getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	if cfg.posBases == nil {
+		// Once per compile: finding the module root walks up the
+		// directory tree.
+		getenv := cfg.getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		cfg.posBases = []string{getenv("GOMODCACHE"), goRootSrc(getenv), gocmd.ModuleRoot(getenv)}
 	}
-	for _, base := range []string{getenv("GOMODCACHE"), goRootSrc(getenv), gocmd.ModuleRoot(getenv)} {
+	for _, base := range cfg.posBases {
 		if base == "" {
 			continue
 		}

@@ -35,6 +35,7 @@ type config struct {
 	debugHooks    bool   // build the runtime variant that can print every hook
 	log           zerolog.Logger
 	getenv        func(string) string
+	posBases      []string // the directories mapPos makes positions relative to
 }
 
 // Default locations, relative to the module (or workspace) root.
