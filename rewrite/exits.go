@@ -11,9 +11,9 @@ import (
 
 // Exit hooks.
 //
-// An instrumented function records its exit at its returns: every return
-// statement of the function (not those of the function literals it
-// contains) becomes
+// An instrumented function records its exit at its returns: a function
+// with one return statement (not counting those of the function literals
+// it contains) has it become
 //
 //	r0, r1 = <results>; if __matrix_on.v != 0 { __matrix_o(id) }; return
 //
@@ -27,23 +27,49 @@ import (
 // entry), and the analysis drops an exit without its entry (the frame that
 // began the dispatch, returning before its deferred End) and closes an
 // entry without its exit. Unnamed results are named __matrix_r0, … for
-// this (callers see the same type; nothing in the body can refer to those
-// names), named results are assigned as a return statement assigns them, and
-// deferred functions then see and change them exactly as before. A function
-// without results that can fall off its end records its exit before the
-// closing brace. Every original token keeps its position through block line
-// directives; the return keyword is emitted after its results, at its own
-// position.
+// this, and so are results named _ (callers see the same type; nothing in
+// the body can refer to those names); named results are assigned as a
+// return statement assigns them. A function without results that can fall
+// off its end records its exit before the closing brace.
+//
+// One exit site. A function with several ways out (returns, and the end of
+// a body without results) gets one exit site, after its body:
+//
+//	{ if __matrix_on.v != 0 { __matrix_i(id) }; {
+//		...; r0, r1 = <results>; goto __matrix_x
+//		...
+//	}; __matrix_x: if __matrix_on.v != 0 { __matrix_o(id) }; return }
+//
+// Each exit site is a call, across which the register allocator spills
+// what is live, and which the compiler builds, allocates and encodes once
+// per site: one site instead of one per return makes the rewritten
+// function nearly as cheap to compile as the original, and a function may
+// have any number of returns. The body is wrapped in a block so that the
+// goto jumps over no declaration in the label's scope (the goto leaves
+// blocks, which Go allows); the wrapping changes no name's meaning, since
+// a declaration at the top of a body cannot redeclare a parameter anyway.
+//
+// A result name declared again inside the body could make a return's
+// assignment reach the wrong variable. Such a function's returns assign
+// temporaries instead, __matrix_t0, … declared after the entry check
+// (where no declaration of the body is in scope: __matrix_t0 := err), and
+// the exit site returns them.
+//
+// Every original token keeps its position through block line directives; a
+// return's keyword is emitted after its results, at its own position, and
+// so is the goto that replaces it.
 //
 // A frame left by a panic or runtime.Goexit records no exit: the analysis
 // closes it at the exit of the nearest frame that records one. Functions
-// for which this would misplace calls, or which cannot be rewritten so, keep
-// a deferred exit hook (see exitDeferReason).
+// for which this would misplace calls keep a deferred exit hook (see
+// exitDeferReason).
 
 // Identifiers of the returns rewriting. Users' code never contains them.
 const (
 	exitFlag     = "__matrix_e"
 	resultPrefix = "__matrix_r"
+	tempPrefix   = "__matrix_t"
+	exitLabel    = "__matrix_x"
 )
 
 // idMark stands for the function id in rendered edits until Apply knows it.
@@ -60,85 +86,54 @@ const (
 	DeferDefer = "defer"
 	// DeferRecover: the function calls recover itself.
 	DeferRecover = "recover"
-	// DeferBlankResult: a result is named _, so assigning it does not set
-	// what the function returns.
-	DeferBlankResult = "blank-result"
-	// DeferShadowedResult: a result's name is declared again inside the
-	// function, so an assignment to it in a return could reach the wrong
-	// variable.
-	DeferShadowedResult = "shadowed-result"
-	// DeferManyReturns: more than MaxExitReturns return statements.
-	DeferManyReturns = "returns"
 	// DeferOnce: main.main and init functions run once, so the deferred
 	// hook costs nothing that matters, and it records their exit when a
 	// panic ends the program.
 	DeferOnce = "once"
 )
 
-// MaxExitReturns is the number of return statements above which a function
-// keeps a deferred exit hook rather than an exit at each return.
-const MaxExitReturns = 64
-
-// exitDeferReason returns why the function with this type and body keeps a
-// deferred exit hook, or "" if its returns can be rewritten.
-func exitDeferReason(ft *ast.FuncType, body *ast.BlockStmt) string {
-	results := map[string]bool{}
-	if ft.Results != nil {
-		for _, f := range ft.Results.List {
-			for _, n := range f.Names {
-				if n.Name == "_" {
-					return DeferBlankResult
-				}
-				results[n.Name] = true
-			}
-		}
-	}
+// exitDeferReason returns why the function with this body keeps a deferred
+// exit hook, or "" if its returns can be rewritten.
+func exitDeferReason(body *ast.BlockStmt) string {
 	reason := ""
-	returns := 0
 	ast.Inspect(body, func(n ast.Node) bool {
-		if reason != "" {
-			return false
-		}
 		switch n := n.(type) {
 		case *ast.FuncLit:
-			// Its defers and returns are its own; a declaration in it
-			// could still shadow a result name in a return of ours only
-			// if the return were inside it, which it is not. Check its
-			// parameters anyway for simplicity: being conservative is
-			// safe.
-			declares(results, n.Type, &reason)
-			ast.Inspect(n.Body, func(m ast.Node) bool {
-				declares(results, m, &reason)
-				return reason == ""
-			})
-			return false
+			return false // its defers and recovers are its own
 		case *ast.DeferStmt:
 			reason = DeferDefer
 		case *ast.CallExpr:
 			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && id.Name == "recover" && len(n.Args) == 0 {
 				reason = DeferRecover
 			}
-		case *ast.ReturnStmt:
-			returns++
-			if returns > MaxExitReturns {
-				reason = DeferManyReturns
-			}
 		}
-		declares(results, n, &reason)
 		return reason == ""
 	})
 	return reason
 }
 
-// declares sets *reason to DeferShadowedResult if n declares one of names.
-func declares(names map[string]bool, n ast.Node, reason *string) {
-	if len(names) == 0 || *reason != "" {
-		return
+// shadowsResult reports whether body declares one of the result names
+// again, so that an assignment to that name in a return could reach the
+// wrong variable. Function literals are checked too, which is conservative:
+// their returns are their own.
+func shadowsResult(names map[string]bool, body *ast.BlockStmt) bool {
+	if len(names) == 0 {
+		return false
 	}
+	shadowed := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		declares(names, n, &shadowed)
+		return !shadowed
+	})
+	return shadowed
+}
+
+// declares sets *found if n declares one of names.
+func declares(names map[string]bool, n ast.Node, found *bool) {
 	check := func(ids ...*ast.Ident) {
 		for _, id := range ids {
 			if id != nil && names[id.Name] {
-				*reason = DeferShadowedResult
+				*found = true
 			}
 		}
 	}
@@ -175,8 +170,9 @@ func declares(names map[string]bool, n ast.Node, reason *string) {
 
 // exitEdits returns the edits that give function fn (type ft, body body)
 // exit hooks at its returns: prefix and the entry check after the opening
-// brace, names for unnamed results, every return statement rewritten, and
-// an exit before the closing brace when the body can fall off its end.
+// brace, names for unnamed and blank results, every return statement
+// rewritten, and the exit site: before each return, or, if the function
+// has several, once after its body.
 //
 // enter, if not nil, renders the entry check of a recording copy instead
 // (see passEnter): it gets whether the function has an exit site, and
@@ -195,56 +191,112 @@ func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockSt
 	})
 	var results []string
 	var edits []edit
+	// name gives a result without a usable name one of ours: the text at
+	// [off, end) (empty for an unnamed result) becomes its name.
+	name := func(off, end int, paren bool) {
+		n := resultPrefix + strconv.Itoa(len(results))
+		results = append(results, n)
+		text := n + p.directive(f, end)
+		if off == end {
+			text = n + " " + p.directive(f, off)
+		}
+		if !paren {
+			text = "(" + text
+		}
+		edits = append(edits, edit{offset: off, end: end, fn: fn, text: text})
+	}
+	named := map[string]bool{}
 	if ft.Results != nil {
 		paren := ft.Results.Opening.IsValid()
 		for _, fld := range ft.Results.List {
-			if len(fld.Names) > 0 {
-				for _, n := range fld.Names {
-					results = append(results, n.Name)
+			if len(fld.Names) == 0 {
+				off := p.offset(fld.Type.Pos())
+				name(off, off, paren)
+				if !paren {
+					end := p.offset(fld.Type.End())
+					edits = append(edits, edit{offset: end, end: end, fn: fn, text: ")" + p.directive(f, end)})
 				}
 				continue
 			}
-			name := resultPrefix + strconv.Itoa(len(results))
-			results = append(results, name)
-			off := p.offset(fld.Type.Pos())
-			text := name + " " + p.directive(f, off)
-			if !paren {
-				text = "(" + text
-			}
-			edits = append(edits, edit{offset: off, end: off, fn: fn, text: text})
-			if !paren {
-				end := p.offset(fld.Type.End())
-				edits = append(edits, edit{offset: end, end: end, fn: fn, text: ")" + p.directive(f, end)})
+			for _, n := range fld.Names {
+				if n.Name == "_" {
+					// Nothing can refer to a blank result, so naming it
+					// changes nothing but what a return can assign.
+					name(p.offset(n.Pos()), p.offset(n.End()), true)
+					continue
+				}
+				named[n.Name] = true
+				results = append(results, n.Name)
 			}
 		}
 	}
+	// assign is what the returns assign their results to: the results
+	// themselves, or, if the body declares one of their names again,
+	// temporaries declared at entry (after the entry check, where no
+	// declaration of the body is in scope), which the exit site returns.
+	assign, final := results, ""
+	var temps []string
+	if len(returns) > 0 && shadowsResult(named, body) {
+		for i := range results {
+			temps = append(temps, tempPrefix+strconv.Itoa(i))
+		}
+		assign, final = temps, " "+strings.Join(temps, ", ")
+	}
 	fallsOff := len(results) == 0 && !endsInReturn(body)
+	sites := len(returns)
+	if fallsOff {
+		sites++
+	}
+	// joined: one exit site after the body, which the returns reach by
+	// goto (see "One exit site" above).
+	joined := sites > 1
 	lbrace := p.offset(body.Lbrace) + 1
 	entry := prefix
 	exit := "if " + HookActive + ".v != 0 { " + HookExit + "(" + idMark + ") }; "
 	if enter != nil {
 		// A recording copy, entered with the recorder on: it keeps the
 		// flag its enter helper returns, if it has an exit site.
-		entry += enter(len(returns) > 0 || fallsOff)
+		entry += enter(sites > 0)
 		exit = "if " + exitFlag + " { " + HookExit + "(" + idMark + ") }; "
 	} else {
 		entry += "if " + HookActive + ".v != 0 { " + HookEnter + "(" + idMark + ") }; "
 	}
+	if temps != nil {
+		entry += strings.Join(temps, ", ") + " := " + strings.Join(results, ", ") + "; "
+	}
+	if joined {
+		entry += "{ "
+	}
 	edits = append(edits, edit{offset: lbrace, end: lbrace, fn: fn, text: entry + p.directive(f, lbrace)})
 	for _, r := range returns {
 		ret := p.offset(r.Return)
-		if len(r.Results) == 0 {
-			edits = append(edits, edit{offset: ret, end: ret, fn: fn, text: exit + p.directive(f, ret)})
-			continue
-		}
 		kw := ret + len("return")
-		end := p.offset(r.Results[len(r.Results)-1].End())
-		edits = append(edits,
-			edit{offset: ret, end: kw, fn: fn, text: strings.Join(results, ", ") + " =" + p.directive(f, kw)},
-			edit{offset: end, end: end, fn: fn, text: "; " + exit + p.directive(f, ret) + "return" + p.directive(f, end)})
+		// leave is what follows the results' assignment: the exit and a
+		// return, or a goto to the one exit site.
+		leave := exit + p.directive(f, ret) + "return" + final
+		if joined {
+			leave = p.directive(f, ret) + "goto " + exitLabel
+		}
+		switch {
+		case len(r.Results) > 0:
+			end := p.offset(r.Results[len(r.Results)-1].End())
+			edits = append(edits,
+				edit{offset: ret, end: kw, fn: fn, text: strings.Join(assign, ", ") + " =" + p.directive(f, kw)},
+				edit{offset: end, end: end, fn: fn, text: "; " + leave + p.directive(f, end)})
+		case temps != nil:
+			// A bare return, where no result is declared again.
+			edits = append(edits, edit{offset: ret, end: kw, fn: fn, text: strings.Join(temps, ", ") + " = " + strings.Join(results, ", ") + "; " + leave + p.directive(f, kw)})
+		case joined:
+			edits = append(edits, edit{offset: ret, end: kw, fn: fn, text: leave + p.directive(f, kw)})
+		default:
+			edits = append(edits, edit{offset: ret, end: ret, fn: fn, text: exit + p.directive(f, ret)})
+		}
 	}
-	if fallsOff {
-		rb := p.offset(body.Rbrace)
+	rb := p.offset(body.Rbrace)
+	switch {
+	case joined:
+		edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: "; }; " + exitLabel + ": " + exit + "return" + final + p.directive(f, rb)})
+	case fallsOff:
 		edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: "; " + exit + p.directive(f, rb)})
 	}
 	return edits

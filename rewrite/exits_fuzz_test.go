@@ -156,6 +156,37 @@ func f%[1]d(x int) float64 {
 		if i > x+%[2]d { return i + len(fmt.Sprint(i)) }
 	}
 }`,
+	// a result named _, several returns, a bare one
+	`func f%[1]d(x int) (_ int, err error) {
+	if x > %[2]d { return x * 2, nil }
+	if x == 1 { return len(fmt.Sprint(x)), fmt.Errorf("one") }
+	return
+}`,
+	// results declared again in a block and a loop, a bare return
+	`func f%[1]d(x int) (n int, err error) {
+	if x > %[2]d {
+		n := len(fmt.Sprint(x))
+		return n * 3, nil
+	}
+	for i := 0; i < x; i++ {
+		err := fmt.Errorf("at %%d", i)
+		if i == 2 { return i, err }
+	}
+	n, err = x, nil
+	return
+}`,
+	manyReturnsShape(80),
+}
+
+// manyReturnsShape returns a shape with n+1 returns.
+func manyReturnsShape(n int) string {
+	var b strings.Builder
+	b.WriteString("// a return in each of many cases\nfunc f%[1]d(x int) int {\n\tswitch (x + %[2]d) %% 7 {\n")
+	for i := range n {
+		fmt.Fprintf(&b, "\tcase %d:\n\t\treturn %d + len(fmt.Sprint(x))\n", i, i)
+	}
+	b.WriteString("\t}\n\treturn -1\n}")
+	return b.String()
 }
 
 // exitProgram renders the program an input describes: byte pairs choose a

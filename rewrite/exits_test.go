@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"fmt"
 	"go/types"
 	"os"
 	"os/exec"
@@ -71,11 +72,9 @@ func init() { fmt.Println(1, 2, 3) }
 		deferred[d.Name] = d.Reason
 	}
 	for name, want := range map[string]string{
-		"unnamed": "", "named": "", "falls": "", "withGoto": "",
+		"unnamed": "", "named": "", "falls": "", "withGoto": "", "blank": "", "shadow": "",
 		"defers":   ReasonDeferredExit + ":" + DeferDefer,
 		"recovers": ReasonDeferredExit + ":" + DeferRecover,
-		"blank":    ReasonDeferredExit + ":" + DeferBlankResult,
-		"shadow":   ReasonDeferredExit + ":" + DeferShadowedResult,
 		"main":     ReasonDeferredExit + ":" + DeferOnce,
 		"init.0":   ReasonDeferredExit + ":" + DeferOnce,
 	} {
@@ -85,16 +84,26 @@ func init() { fmt.Println(1, 2, 3) }
 	}
 	text := string(out)
 	for _, re := range []string{
-		// Unnamed results are named; the results are assigned, the exit
-		// recorded, then the bare return at the original position.
-		`func unnamed\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(1\) \}; `,
-		`__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
-		// Named results are assigned; a bare return gets the exit before it.
-		`n, err =/\*line [^*]*\*/ fmt\.Println\(n, x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(2\) \}; /\*line [^*]*\*/return`,
-		`if n > 3 \{ if __matrix_on\.v != 0 \{ __matrix_o\(2\) \}; /\*line [^*]*x\.go:14:13\*/return \}`,
+		// Unnamed results are named; with several returns, each assigns
+		// the results and jumps, at its own position, to the one exit
+		// site after the body, wrapped in a block.
+		`func unnamed\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(1\) \}; \{ `,
+		`__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); /\*line [^*]*x\.go:7:3\*/goto __matrix_x/\*line [^*]*x\.go:7:30\*/\n`,
+		`nil; /\*line [^*]*x\.go:9:2\*/goto __matrix_x/\*line [^*]*\*/\n; \}; __matrix_x: if __matrix_on\.v != 0 \{ __matrix_o\(1\) \}; return/\*line [^*]*x\.go:10:1\*/\}`,
+		// Named results are assigned; a bare return is a goto.
+		`n, err =/\*line [^*]*\*/ fmt\.Println\(n, x, x\); /\*line [^*]*x\.go:15:2\*/goto __matrix_x`,
+		`if n > 3 \{ /\*line [^*]*x\.go:14:13\*/goto __matrix_x/\*line [^*]*x\.go:14:19\*/ \}`,
 		// Falling off the end records the exit before the closing brace.
 		`fmt\.Println\(x, x\) ; if __matrix_on\.v != 0 \{ __matrix_o\(3\) \}; /\*line [^*]*\*/\}`,
 		`func defers\(x int\) int \{if __matrix_on\.v != 0 && __matrix_i\(4\) \{ defer __matrix_o\(4\) \}`,
+		// A result named _ is named, in place, so that the return can
+		// assign it; one return is its own exit site.
+		`func blank\(x int\) \(__matrix_r0/\*line [^*]*x\.go:24:21\*/ int, err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(6\) \}; /\*line [^*]*\*/ fmt\.Println\(x, x, x\); __matrix_r0, err =/\*line [^*]*\*/ 1, nil; if __matrix_on\.v != 0 \{ __matrix_o\(6\) \}; /\*line [^*]*x\.go:24:62\*/return`,
+		// A result declared again: the returns assign temporaries
+		// declared at entry, which the exit site returns.
+		`func shadow\(x int\) \(err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(7\) \}; __matrix_t0 := err; \{ `,
+		`\{ err := fmt\.Errorf\("%d", x\); __matrix_t0 =/\*line [^*]*\*/ err; /\*line [^*]*x\.go:27:41\*/goto __matrix_x`,
+		`__matrix_x: if __matrix_on\.v != 0 \{ __matrix_o\(7\) \}; return __matrix_t0/\*line [^*]*x\.go:29:1\*/\}`,
 		// goto is fine: nothing is declared after the entry.
 		`again:\n\tr \+= len\(fmt\.Sprint\(x, r\)\)\n\tif r < 10 \{ goto again \}\n\tif __matrix_on\.v != 0 \{ __matrix_o\(8\) \}; /\*line [^*]*\*/return`,
 	} {
@@ -102,8 +111,14 @@ func init() { fmt.Println(1, 2, 3) }
 			t.Errorf("rewritten file does not match %s\n%s", re, text)
 		}
 	}
-	if n := strings.Count(text, "defer __matrix_o"); n != 6 {
-		t.Errorf("%d deferred exit hooks, want 6 (defers, recovers, blank, shadow, main, init)\n%s", n, text)
+	// One exit site per function, however many returns it has.
+	for id, name := range map[int]string{1: "unnamed", 2: "named", 6: "blank", 7: "shadow", 8: "withGoto"} {
+		if n := strings.Count(text, fmt.Sprintf("__matrix_o(%d)", id)); n != 1 {
+			t.Errorf("%s: %d exit sites, want 1", name, n)
+		}
+	}
+	if n := strings.Count(text, "defer __matrix_o"); n != 4 {
+		t.Errorf("%d deferred exit hooks, want 4 (defers, recovers, main, init)\n%s", n, text)
 	}
 }
 
@@ -168,8 +183,8 @@ func main() { fmt.Println(small(1)); fmt.Println(labels(2)) }
 	for _, re := range []string{
 		// The original body, untouched, runs while the recorder is off;
 		// the recording copy follows with the entry and exits.
-		`func small\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v == 0 \{/\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\treturn fmt\.Println\(x, x, x\)\n\t\}\n\treturn len\(fmt\.Sprint\(x, x, x\)\), nil\n\} else \{var __matrix_e bool; __matrix_e, x = __matrix_in0\(1, x\); /\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\t__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_e \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
-		`\}/\*line [^*]*x\.go:10:1\*/\}\n`,
+		`func small\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v == 0 \{/\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\treturn fmt\.Println\(x, x, x\)\n\t\}\n\treturn len\(fmt\.Sprint\(x, x, x\)\), nil\n\} else \{var __matrix_e bool; __matrix_e, x = __matrix_in0\(1, x\); \{ /\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\t__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); /\*line [^*]*x\.go:7:3\*/goto __matrix_x`,
+		`; \}; __matrix_x: if __matrix_e \{ __matrix_o\(1\) \}; return/\*line [^*]*x\.go:10:1\*/\}/\*line [^*]*x\.go:10:1\*/\}\n`,
 		// Labels of the copy are renamed, with their uses.
 		`__matrix_Lagain/\*line [^*]*x\.go:13:6\*/:`,
 		`goto __matrix_Lagain/\*line [^*]*x\.go:15:24\*/ \}`,

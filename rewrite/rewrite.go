@@ -306,7 +306,7 @@ func (p *Plan) analyse() {
 			if p.opts.ReturnExits {
 				reason = DeferOnce
 				if !isMain && kind != KindInit {
-					reason = exitDeferReason(ftype, body)
+					reason = exitDeferReason(body)
 				}
 			}
 			if !p.opts.ReturnExits || reason != "" {
