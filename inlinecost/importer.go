@@ -50,6 +50,17 @@ func (im *Importer) Import(path string) (*types.Package, error) {
 	return p.Types, nil
 }
 
+// Preload reads the export data of every package of the importcfg, as
+// the imports of a type check would: so that a caller can do it while it
+// does other work (parsing the files to check, say). Errors are kept for
+// the imports that meet them. Preload must not run at the same time as
+// the importer's other methods.
+func (im *Importer) Preload() {
+	for _, path := range im.cfg.Files() {
+		im.load(path)
+	}
+}
+
 func (im *Importer) load(path string) (*Package, error) {
 	if p, ok := im.pkgs[path]; ok {
 		return p, nil
