@@ -32,32 +32,38 @@ import (
 // return statement assigns them. A function without results that can fall
 // off its end records its exit before the closing brace.
 //
-// One exit site. A function with several ways out (returns, and the end of
-// a body without results) gets one exit site, after its body:
+// One exit site. The recording copy of a function with a hook-free copy
+// (see "Hook-free copies" below), and a function with more than
+// MaxExitReturns returns, get one exit site after the body when they have
+// several ways out (returns, and the end of a body without results):
 //
 //	{ if __matrix_on.v != 0 { __matrix_i(id) }; {
 //		...; r0, r1 = <results>; goto __matrix_x
 //		...
 //	}; __matrix_x: if __matrix_on.v != 0 { __matrix_o(id) }; return }
 //
-// Each exit site is a call, across which the register allocator spills
-// what is live, and which the compiler builds, allocates and encodes once
-// per site: one site instead of one per return makes the rewritten
-// function nearly as cheap to compile as the original, and a function may
-// have any number of returns. The body is wrapped in a block so that the
-// goto jumps over no declaration in the label's scope (the goto leaves
-// blocks, which Go allows); the wrapping changes no name's meaning, since
-// a declaration at the top of a body cannot redeclare a parameter anyway.
+// Each exit site is a branch and a call, across which the register
+// allocator spills what is live, and which the compiler builds, allocates
+// and encodes once per site: one site instead of one per return makes the
+// function cheaper to compile. But every return then passes its results
+// through the one site, which costs moves and a jump on each call of a
+// function with many returns. So the functions that run without recording
+// through the rewritten body (those without a copy) keep a site at each
+// return, unless they have very many; a recording copy runs only while the
+// recorder is on. The body is wrapped in a block so that the goto jumps
+// over no declaration in the label's scope (the goto leaves blocks, which
+// Go allows); the wrapping changes no name's meaning, since a declaration
+// at the top of a body cannot redeclare a parameter anyway.
 //
 // A result name declared again inside the body could make a return's
 // assignment reach the wrong variable. Such a function's returns assign
 // temporaries instead, __matrix_t0, … declared after the entry check
 // (where no declaration of the body is in scope: __matrix_t0 := err), and
-// the exit site returns them.
+// the exit sites return them.
 //
 // Every original token keeps its position through block line directives; a
 // return's keyword is emitted after its results, at its own position, and
-// so is the goto that replaces it.
+// so is the goto that replaces it at one exit site.
 //
 // A frame left by a panic or runtime.Goexit records no exit: the analysis
 // closes it at the exit of the nearest frame that records one. Functions
@@ -91,6 +97,11 @@ const (
 	// panic ends the program.
 	DeferOnce = "once"
 )
+
+// MaxExitReturns is the number of return statements above which a function
+// without a hook-free copy has one exit site rather than one at each
+// return (see "One exit site" above).
+const MaxExitReturns = 64
 
 // exitDeferReason returns why the function with this body keeps a deferred
 // exit hook, or "" if its returns can be rewritten.
@@ -178,7 +189,7 @@ func declares(names map[string]bool, n ast.Node, found *bool) {
 // (see passEnter): it gets whether the function has an exit site, and
 // returns statements that declare the frame's flag (exitFlag) if so, which
 // the exits then test.
-func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string, enter func(flag bool) string) []edit {
+func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string, copied bool, enter func(flag bool) string) []edit {
 	var returns []*ast.ReturnStmt
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -247,9 +258,9 @@ func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockSt
 	if fallsOff {
 		sites++
 	}
-	// joined: one exit site after the body, which the returns reach by
+	// joined: one exit site, after the body, which the returns reach by
 	// goto (see "One exit site" above).
-	joined := sites > 1
+	joined := sites > 1 && (copied || len(returns) > MaxExitReturns)
 	lbrace := p.offset(body.Lbrace) + 1
 	entry := prefix
 	exit := "if " + HookActive + ".v != 0 { " + HookExit + "(" + idMark + ") }; "

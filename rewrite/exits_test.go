@@ -16,7 +16,7 @@ import (
 // which keep a deferred exit hook, with the reason, and what a return
 // becomes.
 func TestExitModes(t *testing.T) {
-	const src = `package main
+	src := `package main
 
 import "fmt"
 
@@ -56,6 +56,12 @@ again:
 func main() { fmt.Println(unnamed(1)); fmt.Println(named(2)) }
 
 func init() { fmt.Println(1, 2, 3) }
+
+func many(x int) int {
+	switch x {
+` + manyCases(MaxExitReturns) + `	}
+	return -1
+}
 `
 	// Every function with calls is instrumented (-inline-budget -1).
 	p, out, path := rewriteSourceOpts(t, src, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true})
@@ -72,7 +78,7 @@ func init() { fmt.Println(1, 2, 3) }
 		deferred[d.Name] = d.Reason
 	}
 	for name, want := range map[string]string{
-		"unnamed": "", "named": "", "falls": "", "withGoto": "", "blank": "", "shadow": "",
+		"unnamed": "", "named": "", "falls": "", "withGoto": "", "blank": "", "shadow": "", "many": "",
 		"defers":   ReasonDeferredExit + ":" + DeferDefer,
 		"recovers": ReasonDeferredExit + ":" + DeferRecover,
 		"main":     ReasonDeferredExit + ":" + DeferOnce,
@@ -84,15 +90,13 @@ func init() { fmt.Println(1, 2, 3) }
 	}
 	text := string(out)
 	for _, re := range []string{
-		// Unnamed results are named; with several returns, each assigns
-		// the results and jumps, at its own position, to the one exit
-		// site after the body, wrapped in a block.
-		`func unnamed\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(1\) \}; \{ `,
-		`__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); /\*line [^*]*x\.go:7:3\*/goto __matrix_x/\*line [^*]*x\.go:7:30\*/\n`,
-		`nil; /\*line [^*]*x\.go:9:2\*/goto __matrix_x/\*line [^*]*\*/\n; \}; __matrix_x: if __matrix_on\.v != 0 \{ __matrix_o\(1\) \}; return/\*line [^*]*x\.go:10:1\*/\}`,
-		// Named results are assigned; a bare return is a goto.
-		`n, err =/\*line [^*]*\*/ fmt\.Println\(n, x, x\); /\*line [^*]*x\.go:15:2\*/goto __matrix_x`,
-		`if n > 3 \{ /\*line [^*]*x\.go:14:13\*/goto __matrix_x/\*line [^*]*x\.go:14:19\*/ \}`,
+		// Unnamed results are named; the results are assigned, the exit
+		// recorded, then the bare return at the original position.
+		`func unnamed\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(1\) \}; /`,
+		`__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
+		// Named results are assigned; a bare return gets the exit before it.
+		`n, err =/\*line [^*]*\*/ fmt\.Println\(n, x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(2\) \}; /\*line [^*]*\*/return`,
+		`if n > 3 \{ if __matrix_on\.v != 0 \{ __matrix_o\(2\) \}; /\*line [^*]*x\.go:14:13\*/return \}`,
 		// Falling off the end records the exit before the closing brace.
 		`fmt\.Println\(x, x\) ; if __matrix_on\.v != 0 \{ __matrix_o\(3\) \}; /\*line [^*]*\*/\}`,
 		`func defers\(x int\) int \{if __matrix_on\.v != 0 && __matrix_i\(4\) \{ defer __matrix_o\(4\) \}`,
@@ -100,10 +104,15 @@ func init() { fmt.Println(1, 2, 3) }
 		// assign it; one return is its own exit site.
 		`func blank\(x int\) \(__matrix_r0/\*line [^*]*x\.go:24:21\*/ int, err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(6\) \}; /\*line [^*]*\*/ fmt\.Println\(x, x, x\); __matrix_r0, err =/\*line [^*]*\*/ 1, nil; if __matrix_on\.v != 0 \{ __matrix_o\(6\) \}; /\*line [^*]*x\.go:24:62\*/return`,
 		// A result declared again: the returns assign temporaries
-		// declared at entry, which the exit site returns.
-		`func shadow\(x int\) \(err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(7\) \}; __matrix_t0 := err; \{ `,
-		`\{ err := fmt\.Errorf\("%d", x\); __matrix_t0 =/\*line [^*]*\*/ err; /\*line [^*]*x\.go:27:41\*/goto __matrix_x`,
-		`__matrix_x: if __matrix_on\.v != 0 \{ __matrix_o\(7\) \}; return __matrix_t0/\*line [^*]*x\.go:29:1\*/\}`,
+		// declared at entry, and return them.
+		`func shadow\(x int\) \(err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(7\) \}; __matrix_t0 := err; /`,
+		`\{ err := fmt\.Errorf\("%d", x\); __matrix_t0 =/\*line [^*]*\*/ err; if __matrix_on\.v != 0 \{ __matrix_o\(7\) \}; /\*line [^*]*x\.go:27:41\*/return __matrix_t0/\*line [^*]*\*/ \}`,
+		`__matrix_t0 =/\*line [^*]*x\.go:28:8\*/ fmt\.Errorf\("%d %d", x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(7\) \}; /\*line [^*]*x\.go:28:2\*/return __matrix_t0`,
+		// More than MaxExitReturns returns: one exit site, after the
+		// body, which the returns reach by goto at their positions.
+		`func many\(x int\) \(__matrix_r0 /\*line [^*]*\*/int\)/\*line [^*]*\*/ \{if __matrix_on\.v != 0 \{ __matrix_i\(11\) \}; \{ `,
+		`\t\t__matrix_r0 =/\*line [^*]*\*/ len\(fmt\.Sprint\(x, 3\)\); /\*line [^*]*x\.go:51:3\*/goto __matrix_x/\*line [^*]*\*/\n`,
+		`\}; __matrix_x: if __matrix_on\.v != 0 \{ __matrix_o\(11\) \}; return/\*line [^*]*\*/\}`,
 		// goto is fine: nothing is declared after the entry.
 		`again:\n\tr \+= len\(fmt\.Sprint\(x, r\)\)\n\tif r < 10 \{ goto again \}\n\tif __matrix_on\.v != 0 \{ __matrix_o\(8\) \}; /\*line [^*]*\*/return`,
 	} {
@@ -111,15 +120,24 @@ func init() { fmt.Println(1, 2, 3) }
 			t.Errorf("rewritten file does not match %s\n%s", re, text)
 		}
 	}
-	// One exit site per function, however many returns it has.
-	for id, name := range map[int]string{1: "unnamed", 2: "named", 6: "blank", 7: "shadow", 8: "withGoto"} {
-		if n := strings.Count(text, fmt.Sprintf("__matrix_o(%d)", id)); n != 1 {
-			t.Errorf("%s: %d exit sites, want 1", name, n)
+	// An exit site at each return, but for a function with very many.
+	for id, want := range map[int]int{1: 2, 2: 2, 6: 1, 7: 2, 8: 1, 11: 1} {
+		if n := strings.Count(text, fmt.Sprintf("__matrix_o(%d)", id)); n != want {
+			t.Errorf("function %d: %d exit sites, want %d", id, n, want)
 		}
 	}
 	if n := strings.Count(text, "defer __matrix_o"); n != 4 {
 		t.Errorf("%d deferred exit hooks, want 4 (defers, recovers, main, init)\n%s", n, text)
 	}
+}
+
+// manyCases returns n+1 cases that return.
+func manyCases(n int) string {
+	var b strings.Builder
+	for i := range n + 1 {
+		fmt.Fprintf(&b, "\tcase %d:\n\t\treturn len(fmt.Sprint(x, %d))\n", i, i)
+	}
+	return b.String()
 }
 
 // TestCopyMode checks which functions keep a hook-free copy of their body
@@ -182,7 +200,8 @@ func main() { fmt.Println(small(1)); fmt.Println(labels(2)) }
 	text := string(out)
 	for _, re := range []string{
 		// The original body, untouched, runs while the recorder is off;
-		// the recording copy follows with the entry and exits.
+		// the recording copy follows with the entry, and its returns
+		// jump to its one exit site.
 		`func small\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v == 0 \{/\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\treturn fmt\.Println\(x, x, x\)\n\t\}\n\treturn len\(fmt\.Sprint\(x, x, x\)\), nil\n\} else \{var __matrix_e bool; __matrix_e, x = __matrix_in0\(1, x\); \{ /\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\t__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); /\*line [^*]*x\.go:7:3\*/goto __matrix_x`,
 		`; \}; __matrix_x: if __matrix_e \{ __matrix_o\(1\) \}; return/\*line [^*]*x\.go:10:1\*/\}/\*line [^*]*x\.go:10:1\*/\}\n`,
 		// Labels of the copy are renamed, with their uses.

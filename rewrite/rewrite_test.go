@@ -87,8 +87,8 @@ func checkPositions(t testing.TB, path string, orig, rewritten []byte) {
 	for _, w := range want {
 		if w.tok == token.RETURN {
 			k := j
-			// A return becomes a goto to the function's one exit
-			// site when it has several, at the same position.
+			// A return becomes a goto, at its position, where a
+			// function has one exit site.
 			for k < len(got) && (got[k].tok != w.tok && got[k].tok != token.GOTO || got[k].pos != w.pos) {
 				k++
 			}
