@@ -32,10 +32,8 @@ import (
 // return statement assigns them. A function without results that can fall
 // off its end records its exit before the closing brace.
 //
-// One exit site. The recording copy of a function with a hook-free copy
-// (see "Hook-free copies" below), and a function with more than
-// MaxExitReturns returns, get one exit site after the body when they have
-// several ways out (returns, and the end of a body without results):
+// One exit site. A function with more than MaxExitReturns returns gets one
+// exit site, after its body:
 //
 //	{ if __matrix_on.v != 0 { __matrix_i(id) }; {
 //		...; r0, r1 = <results>; goto __matrix_x
@@ -44,16 +42,17 @@ import (
 //
 // Each exit site is a branch and a call, across which the register
 // allocator spills what is live, and which the compiler builds, allocates
-// and encodes once per site: one site instead of one per return makes the
-// function cheaper to compile. But every return then passes its results
-// through the one site, which costs moves and a jump on each call of a
-// function with many returns. So the functions that run without recording
-// through the rewritten body (those without a copy) keep a site at each
-// return, unless they have very many; a recording copy runs only while the
-// recorder is on. The body is wrapped in a block so that the goto jumps
-// over no declaration in the label's scope (the goto leaves blocks, which
-// Go allows); the wrapping changes no name's meaning, since a declaration
-// at the top of a body cannot redeclare a parameter anyway.
+// and encodes once per site: one site instead of one per return makes such
+// a function cheap to compile, where it used to keep a deferred exit hook.
+// Other functions keep a site at each return: one site makes every return
+// pass its results through it, a few moves and a jump on each call, which
+// a parser whose hot functions have a dozen returns measures, and in a
+// function with a hook-free copy the shape of the recording copy changes
+// how the compiler lays out the other. The body is wrapped in a block so
+// that the goto jumps over no declaration in the label's scope (the goto
+// leaves blocks, which Go allows); the wrapping changes no name's meaning,
+// since a declaration at the top of a body cannot redeclare a parameter
+// anyway.
 //
 // A result name declared again inside the body could make a return's
 // assignment reach the wrong variable. Such a function's returns assign
@@ -99,8 +98,8 @@ const (
 )
 
 // MaxExitReturns is the number of return statements above which a function
-// without a hook-free copy has one exit site rather than one at each
-// return (see "One exit site" above).
+// has one exit site rather than one at each return (see "One exit site"
+// above).
 const MaxExitReturns = 64
 
 // exitDeferReason returns why the function with this body keeps a deferred
@@ -189,7 +188,7 @@ func declares(names map[string]bool, n ast.Node, found *bool) {
 // (see passEnter): it gets whether the function has an exit site, and
 // returns statements that declare the frame's flag (exitFlag) if so, which
 // the exits then test.
-func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string, copied bool, enter func(flag bool) string) []edit {
+func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string, enter func(flag bool) string) []edit {
 	var returns []*ast.ReturnStmt
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -260,7 +259,7 @@ func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockSt
 	}
 	// joined: one exit site, after the body, which the returns reach by
 	// goto (see "One exit site" above).
-	joined := sites > 1 && (copied || len(returns) > MaxExitReturns)
+	joined := sites > 1 && len(returns) > MaxExitReturns
 	lbrace := p.offset(body.Lbrace) + 1
 	entry := prefix
 	exit := "if " + HookActive + ".v != 0 { " + HookExit + "(" + idMark + ") }; "

@@ -200,10 +200,9 @@ func main() { fmt.Println(small(1)); fmt.Println(labels(2)) }
 	text := string(out)
 	for _, re := range []string{
 		// The original body, untouched, runs while the recorder is off;
-		// the recording copy follows with the entry, and its returns
-		// jump to its one exit site.
-		`func small\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v == 0 \{/\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\treturn fmt\.Println\(x, x, x\)\n\t\}\n\treturn len\(fmt\.Sprint\(x, x, x\)\), nil\n\} else \{var __matrix_e bool; __matrix_e, x = __matrix_in0\(1, x\); \{ /\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\t__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); /\*line [^*]*x\.go:7:3\*/goto __matrix_x`,
-		`; \}; __matrix_x: if __matrix_e \{ __matrix_o\(1\) \}; return/\*line [^*]*x\.go:10:1\*/\}/\*line [^*]*x\.go:10:1\*/\}\n`,
+		// the recording copy follows with the entry and exits.
+		`func small\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v == 0 \{/\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\treturn fmt\.Println\(x, x, x\)\n\t\}\n\treturn len\(fmt\.Sprint\(x, x, x\)\), nil\n\} else \{var __matrix_e bool; __matrix_e, x = __matrix_in0\(1, x\); /\*line [^*]*x\.go:5:33\*/\n\tif x > 0 \{\n\t\t__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_e \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
+		`\}/\*line [^*]*x\.go:10:1\*/\}\n`,
 		// Labels of the copy are renamed, with their uses.
 		`__matrix_Lagain/\*line [^*]*x\.go:13:6\*/:`,
 		`goto __matrix_Lagain/\*line [^*]*x\.go:15:24\*/ \}`,

@@ -340,10 +340,10 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				if fd, ok := n.(*ast.FuncDecl); ok {
 					enter = p.passEnter(f, fd)
 				}
-				edits = p.copyEdits(f, fn, body, p.exitEdits(f, fn, ftype, body, prefix, true, enter))
+				edits = p.copyEdits(f, fn, body, p.exitEdits(f, fn, ftype, body, prefix, enter))
 				p.Copied = append(p.Copied, name)
 			} else {
-				edits = p.exitEdits(f, fn, ftype, body, prefix, false, nil)
+				edits = p.exitEdits(f, fn, ftype, body, prefix, nil)
 			}
 			for _, e := range edits {
 				f.add(e)
