@@ -11,9 +11,9 @@ import (
 
 // Exit hooks.
 //
-// An instrumented function records its exit at its returns: a function
-// with one return statement (not counting those of the function literals
-// it contains) has it become
+// An instrumented function records its exit at its returns: every return
+// statement of the function (not those of the function literals it
+// contains) becomes
 //
 //	r0, r1 = <results>; if __matrix_on.v != 0 { __matrix_o(id) }; return
 //
@@ -181,8 +181,8 @@ func declares(names map[string]bool, n ast.Node, found *bool) {
 // exitEdits returns the edits that give function fn (type ft, body body)
 // exit hooks at its returns: prefix and the entry check after the opening
 // brace, names for unnamed and blank results, every return statement
-// rewritten, and the exit site: before each return, or, if the function
-// has several, once after its body.
+// rewritten, and the exit sites: before each return, or, if the function
+// has more than MaxExitReturns returns, once after its body.
 //
 // enter, if not nil, renders the entry check of a recording copy instead
 // (see passEnter): it gets whether the function has an exit site, and
@@ -259,7 +259,7 @@ func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockSt
 	}
 	// joined: one exit site, after the body, which the returns reach by
 	// goto (see "One exit site" above).
-	joined := sites > 1 && len(returns) > MaxExitReturns
+	joined := len(returns) > MaxExitReturns
 	lbrace := p.offset(body.Lbrace) + 1
 	entry := prefix
 	exit := "if " + HookActive + ".v != 0 { " + HookExit + "(" + idMark + ") }; "

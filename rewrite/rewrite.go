@@ -142,9 +142,6 @@ type Plan struct {
 	fset    *token.FileSet
 	files   []*srcFile
 	helpers int // enter helpers declared so far (see passEnter)
-	// imported is closed once the importer has read the export data of
-	// the package's imports (see NewPlan).
-	imported chan struct{}
 }
 
 type srcFile struct {
@@ -179,20 +176,22 @@ func NewPlan(paths []string, opts Options) (*Plan, error) {
 	var imp *inlinecost.Importer
 	if tc := opts.Types; tc != nil {
 		// A malformed importcfg leaves the package untyped: the
-		// compiler will report it. The export data is read while the
-		// files are parsed. Imported objects keep their positions in a
-		// file set of their own, so that the files' positions do not
-		// depend on how the two interleave.
-		if i, err := inlinecost.NewImporter(token.NewFileSet(), tc.Importcfg); err == nil {
-			imp = i
-			loaded := make(chan struct{})
-			go func() {
-				defer close(loaded)
-				imp.Preload()
-			}()
-			defer func() { <-loaded }() // on every return, before imp is used
-			p.imported = loaded
-		}
+		// compiler will report it. Imported objects keep their
+		// positions in a file set of their own, so that the files'
+		// positions do not depend on how reading them interleaves with
+		// parsing.
+		imp, _ = inlinecost.NewImporter(token.NewFileSet(), tc.Importcfg)
+	}
+	// The export data is read while the files are parsed.
+	loaded := make(chan struct{})
+	defer func() { <-loaded }() // on every return
+	if imp != nil {
+		go func() {
+			defer close(loaded)
+			imp.Preload()
+		}()
+	} else {
+		close(loaded)
 	}
 	for _, path := range paths {
 		src, err := os.ReadFile(path)
@@ -212,6 +211,7 @@ func NewPlan(paths []string, opts Options) (*Plan, error) {
 		}
 		p.files = append(p.files, &srcFile{editBuffer: editBuffer{path: path, src: src}, ast: f, cgo: isCgoOutput(path, src), lineNames: lineDirectiveNames(f, path)})
 	}
+	<-loaded
 	p.analyse(imp)
 	return p, nil
 }
@@ -236,7 +236,6 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 	}
 	pkgInfo := collectPackageInfo(astFiles)
 	if tc := p.opts.Types; tc != nil && imp != nil {
-		<-p.imported
 		conf := types.Config{Importer: imp, GoVersion: tc.GoVersion, Sizes: tc.Sizes}
 		pkgInfo.typeCheck(p.fset, astFiles, p.opts.PkgPath, conf, imp.Func)
 	}
