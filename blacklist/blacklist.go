@@ -16,6 +16,10 @@ import (
 // "integration/testdata" subtrees.
 const SelfModule = "github.com/matrixgo/matrix"
 
+// AutoTracerPkg is the tracer package zero-code mode links into main
+// packages: importing it starts the tracers from the environment.
+const AutoTracerPkg = SelfModule + "/tracer/auto"
+
 // The directives of the blacklist format.
 const (
 	dirKeepPackage  = "-keeppackage"

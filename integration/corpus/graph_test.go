@@ -14,10 +14,6 @@ import (
 	"github.com/matrixgo/matrix/blacklist"
 )
 
-// tracerPkg is the package zero-code mode links into the test binaries of
-// a recording run.
-const tracerPkg = blacklist.SelfModule + "/tracer/auto"
-
 // replacedVersion is the version a go.mod requires of a module that only a
 // replace directive provides (here, this checkout).
 const replacedVersion = "v0.0.0-00010101000000-000000000000"
@@ -116,7 +112,7 @@ func (r *runner) tracerModules() ([]*goModule, error) {
 		return r.tracerMods, nil
 	}
 	mods := []*goModule{}
-	err := r.goJSON(r.root, []string{"list", "-deps", "-json=Module", tracerPkg}, func(dec *json.Decoder) error {
+	err := r.goJSON(r.root, []string{"list", "-deps", "-json=Module", blacklist.AutoTracerPkg}, func(dec *json.Decoder) error {
 		var p struct{ Module *goModule }
 		if err := dec.Decode(&p); err != nil {
 			return err

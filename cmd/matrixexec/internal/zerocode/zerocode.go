@@ -1,7 +1,7 @@
 // Package zerocode links the tracer into programs that never import it
 // (zero-code mode): the main package of every instrumented program gets a
-// blank import of Pkg, which starts the trace plugin when MATRIX_REPORT is
-// set.
+// blank import of [blacklist.AutoTracerPkg], which starts the trace plugin
+// when MATRIX_REPORT is set.
 //
 // The package is built by a nested "go list -export" in the directory the
 // build runs in, with the parent build's flags, so it is resolved in the
@@ -34,9 +34,6 @@ import (
 	"github.com/matrixgo/matrix/internal/importcfg"
 	"github.com/rs/zerolog"
 )
-
-// Pkg is the package zero-code mode links into main packages.
-const Pkg = blacklist.SelfModule + "/tracer/auto"
 
 // EnvModule is MATRIX_ZEROCODE_MODULE: the absolute path of a
 // module (a checkout of this module, or any module whose graph has it) in
@@ -130,8 +127,8 @@ type Config struct {
 // Hint says what a module needs for zero-code mode.
 const Hint = "zero-code mode needs " + blacklist.SelfModule + " in the program's module graph: run \"go get -tool " + blacklist.SelfModule + "/cmd/matrixexec\""
 
-// autoExports builds Pkg and its dependencies with the parent build's
-// flags and returns "import path → export file" for each.
+// autoExports builds [blacklist.AutoTracerPkg] and its dependencies with the
+// parent build's flags and returns "import path → export file" for each.
 func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 	args := []string{"list", "-deps", "-export", "-f", "{{if .Export}}{{.ImportPath}}={{.Export}}{{end}}"}
 	module := Module()
@@ -151,7 +148,7 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 	if pgo != "" {
 		args = append(args, pgo)
 	}
-	args = append(args, Pkg)
+	args = append(args, blacklist.AutoTracerPkg)
 	cmd := nestedGo(goTool, args, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -159,14 +156,14 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if module != "" {
-			return nil, fmt.Errorf("zero-code mode: building %s in %s (%s): %w\n%s", Pkg, module, EnvModule, err, msg)
+			return nil, fmt.Errorf("zero-code mode: building %s in %s (%s): %w\n%s", blacklist.AutoTracerPkg, module, EnvModule, err, msg)
 		}
 		if strings.Contains(msg, "no required module provides") || strings.Contains(msg, "cannot find module providing") ||
 			strings.Contains(msg, "is replaced but not required") || strings.Contains(msg, "is not in std") ||
 			strings.Contains(msg, "not in GOROOT") || strings.Contains(msg, "go.mod file not found") {
 			return nil, errNoModule
 		}
-		return nil, fmt.Errorf("zero-code mode: building %s: %w\n%s", Pkg, err, msg)
+		return nil, fmt.Errorf("zero-code mode: building %s: %w\n%s", blacklist.AutoTracerPkg, err, msg)
 	}
 	exports := map[string]string{}
 	sc := bufio.NewScanner(&stdout)
@@ -175,8 +172,8 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 			exports[path] = file
 		}
 	}
-	if exports[Pkg] == "" {
-		return nil, fmt.Errorf("zero-code mode: go list gave no export data for %s", Pkg)
+	if exports[blacklist.AutoTracerPkg] == "" {
+		return nil, fmt.Errorf("zero-code mode: go list gave no export data for %s", blacklist.AutoTracerPkg)
 	}
 	return exports, nil
 }
@@ -401,20 +398,20 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 		return "", "", nil, nil
 	}
 	cfgWith := orig.Clone()
-	cfgWith.SetFile(Pkg, exports[Pkg])
+	cfgWith.SetFile(blacklist.AutoTracerPkg, exports[blacklist.AutoTracerPkg])
 	importcfg = filepath.Join(dir, "importcfg")
 	if err := cfgWith.Write(importcfg); err != nil {
 		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
 	}
 	extra = filepath.Join(dir, "zz_matrix_auto.go")
-	src := inject.Header + "package main\n\nimport _ \"" + Pkg + "\"\n"
+	src := inject.Header + "package main\n\nimport _ \"" + blacklist.AutoTracerPkg + "\"\n"
 	if err := os.WriteFile(extra, []byte(src), 0o600); err != nil {
 		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
 	}
 	after = func(out string) error {
 		return addLinkRecord(out, exports)
 	}
-	cfg.Log.Debug().Str("auto", exports[Pkg]).Int("deps", len(exports)).Msg("zero-code tracer linked into main")
+	cfg.Log.Debug().Str("auto", exports[blacklist.AutoTracerPkg]).Int("deps", len(exports)).Msg("zero-code tracer linked into main")
 	return extra, importcfg, after, nil
 }
 
@@ -433,7 +430,7 @@ func PrepareLink(cfg *Config, c *toolcmd.Cmd, dir string) error {
 	if have == nil {
 		return nil
 	}
-	if _, ok := have.File(Pkg); ok {
+	if _, ok := have.File(blacklist.AutoTracerPkg); ok {
 		return nil // the program imports it itself
 	}
 	extra, err := readLinkRecord(mainArchive)
@@ -445,7 +442,7 @@ func PrepareLink(cfg *Config, c *toolcmd.Cmd, dir string) error {
 		if err != nil {
 			return fmt.Errorf("link: %w", err)
 		}
-		if !bytes.Contains(archive, []byte(Pkg)) {
+		if !bytes.Contains(archive, []byte(blacklist.AutoTracerPkg)) {
 			return nil
 		}
 		// No record (an archive from an older matrixexec), or the
