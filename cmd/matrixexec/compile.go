@@ -234,6 +234,10 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if flag := startHeapFlag(c, plan.Growth(outs), cfg.getenv); flag != "" {
+		c.AddFlag(flag)
+		cfg.log.Debug().Str("pkg", pkg).Str("flag", flag).Msg("raised the compiler's starting heap")
+	}
 	newFiles := append([]string(nil), files...)
 	for i, o := range outs {
 		if o.Src == nil {

@@ -43,7 +43,9 @@ func ParseCompile(args []string) (*Cmd, error) {
 	for first > 1 && strings.HasSuffix(args[first-1], ".go") && !strings.HasPrefix(args[first-1], "-") {
 		first--
 	}
-	return &Cmd{Tool: args[0], Flags: args[1:first], Operands: args[first:]}, nil
+	// Flags are capped so that flags added later never overwrite the
+	// operands that follow them in args.
+	return &Cmd{Tool: args[0], Flags: args[1:first:first], Operands: args[first:]}, nil
 }
 
 // ParseLink parses the arguments of a link: the last one is the main
@@ -54,7 +56,7 @@ func ParseLink(args []string) (*Cmd, error) {
 		return nil, err
 	}
 	last := max(len(args)-1, 1)
-	return &Cmd{Tool: args[0], Flags: args[1:last], Operands: args[last:]}, nil
+	return &Cmd{Tool: args[0], Flags: args[1:last:last], Operands: args[last:]}, nil
 }
 
 // MainArchive returns a link's main package archive, or "" if it has none.
@@ -180,7 +182,13 @@ func (c *Cmd) TrimDir(dir string) {
 		c.Set("trimpath", rule+";"+v)
 		return
 	}
-	c.Flags = append(c.Flags, "-trimpath", rule)
+	c.AddFlag("-trimpath", rule)
+}
+
+// AddFlag adds a flag, and its value if separate, after the command's
+// other flags.
+func (c *Cmd) AddFlag(args ...string) {
+	c.Flags = append(c.Flags, args...)
 }
 
 // Args renders the command.

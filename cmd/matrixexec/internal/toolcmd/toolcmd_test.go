@@ -177,3 +177,23 @@ func TestImportcfg(t *testing.T) {
 		t.Errorf("Importcfg of a missing file: no error")
 	}
 }
+
+// TestAddFlags checks that flags added to a parsed command go before its
+// operands and leave them whole: the flags and the operands are parsed from
+// one argument list, and appending to the first must not write over the
+// second.
+func TestAddFlags(t *testing.T) {
+	for _, parse := range []func([]string) (*Cmd, error){ParseCompile, ParseLink} {
+		args := []string{"/go/pkg/tool/tool", "-p", "example.com/lib", "/src/a.go"}
+		c, err := parse(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.AddFlag("-d=gcstart=150")
+		c.TrimDir("/tmp/work")
+		want := []string{"/go/pkg/tool/tool", "-p", "example.com/lib", "-d=gcstart=150", "-trimpath", "/tmp/work=>", "/src/a.go"}
+		if got := c.Args(); !slices.Equal(got, want) {
+			t.Errorf("args\n got %q\nwant %q", got, want)
+		}
+	}
+}
