@@ -180,32 +180,73 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 
 var errNoModule = errors.New(Hint)
 
-// MentionsSelf is a cheap first test of the module graph: the go.mod (or
-// go.work and its modules' go.mod files) of the build names this module,
-// or MATRIX_ZEROCODE_MODULE names a module to resolve the tracer in.
-func MentionsSelf() bool {
-	if Module() != "" {
+// MentionsSelf is a cheap first test of the module graph: the files that
+// declare the build's modules (see moduleFiles) name this module, or
+// MATRIX_ZEROCODE_MODULE names a module to resolve the tracer in.
+func MentionsSelf() bool { return mentionsSelf(os.Getenv) }
+
+func mentionsSelf(getenv func(string) string) bool {
+	if getenv(EnvModule) != "" {
 		return true
 	}
-	root := gocmd.ModuleRoot(os.Getenv)
-	var files []string
-	if work, err := os.ReadFile(filepath.Join(root, "go.work")); err == nil {
-		files = append(files, filepath.Join(root, "go.work"))
-		for _, line := range strings.Split(string(work), "\n") {
-			f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "use"))
-			if len(f) == 1 && f[0] != "(" && f[0] != ")" {
-				files = append(files, filepath.Join(root, f[0], "go.mod"))
-			}
-		}
-	} else {
-		files = append(files, filepath.Join(root, "go.mod"))
-	}
-	for _, f := range files {
+	for _, f := range moduleFiles(getenv) {
 		if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(blacklist.SelfModule)) {
 			return true
 		}
 	}
 	return false
+}
+
+// moduleFiles returns the files the go command reads the build's modules
+// from, as it finds them: the workspace file (GOWORK's, or a go.work from
+// the current directory up unless GOWORK=off) and the go.mod of every module
+// it uses; otherwise the main module's go.mod, or the file -modfile names in
+// GOFLAGS instead. (A -modfile on the go command's own command line is not
+// visible to a -toolexec program: MATRIX_ZEROCODE_MODULE covers that case.)
+func moduleFiles(getenv func(string) string) []string {
+	work := ""
+	if w := getenv("GOWORK"); w != "off" {
+		if w != "" && filepath.IsAbs(w) {
+			work = w
+		} else if root := gocmd.ModuleRoot(getenv); exists(filepath.Join(root, "go.work")) {
+			work = filepath.Join(root, "go.work")
+		}
+	}
+	if work != "" {
+		data, err := os.ReadFile(work)
+		if err != nil {
+			return nil
+		}
+		files := []string{work}
+		block := false
+		for _, line := range strings.Split(string(data), "\n") {
+			line, _, _ = strings.Cut(line, "//")
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 0:
+			case block && f[0] == ")":
+				block = false
+			case block:
+				files = append(files, filepath.Join(filepath.Dir(work), strings.Trim(f[0], `"`), "go.mod"))
+			case f[0] == "use" && len(f) == 2 && f[1] == "(":
+				block = true
+			case f[0] == "use" && len(f) == 2:
+				files = append(files, filepath.Join(filepath.Dir(work), strings.Trim(f[1], `"`), "go.mod"))
+			}
+		}
+		return files
+	}
+	for _, f := range strings.Fields(getenv("GOFLAGS")) {
+		if v, ok := strings.CutPrefix(strings.TrimLeft(f, "-"), "modfile="); ok && v != "" {
+			if !filepath.IsAbs(v) {
+				if wd, err := os.Getwd(); err == nil {
+					v = filepath.Join(wd, v)
+				}
+			}
+			return []string{v}
+		}
+	}
+	return []string{filepath.Join(gocmd.ModuleRoot(getenv), "go.mod")}
 }
 
 // nestedPGO returns the -pgo flag the nested build needs so that the

@@ -49,3 +49,53 @@ func TestNestedPGO(t *testing.T) {
 		t.Errorf("-pgo=FILE in GOFLAGS: %q, %v", got, err)
 	}
 }
+
+// TestMentionsSelf: the first test of the module graph reads the files the
+// go command reads: the go.mod that GOFLAGS' -modfile names, the workspace
+// file GOWORK names (whatever its name), none when GOWORK=off, and the
+// modules a workspace uses, comments and all.
+func TestMentionsSelf(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const plain = "module example.com/app\n\ngo 1.24\n"
+	const self = "module example.com/app\n\ngo 1.24\n\nrequire " + "github.com/matrixgo/matrix v0.1.0\n"
+	write("app/go.mod", plain)
+	write("app/tools.mod", self)
+	write("ws/dev.work", "go 1.24\n\nuse (\n\t../tool // the module with matrixexec\n\t../app\n)\n")
+	write("tool/go.mod", "module example.com/tool\n\ngo 1.24\n\ntool github.com/matrixgo/matrix/cmd/matrixexec\n")
+	write("app/go.work", "go 1.24\n\nuse .\nuse ../tool\n")
+	t.Chdir(filepath.Join(dir, "app"))
+
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"go.work next to go.mod", nil, true},
+		{"GOWORK=off: go.mod alone", map[string]string{"GOWORK": "off"}, false},
+		{"-modfile in GOFLAGS", map[string]string{"GOWORK": "off", "GOFLAGS": "-mod=mod -modfile=tools.mod"}, true},
+		{"--modfile, absolute", map[string]string{"GOWORK": "off", "GOFLAGS": "--modfile=" + filepath.Join(dir, "app", "tools.mod")}, true},
+		{"GOWORK names another file", map[string]string{"GOWORK": filepath.Join(dir, "ws", "dev.work")}, true},
+		{"MATRIX_ZEROCODE_MODULE", map[string]string{"GOWORK": "off", EnvModule: filepath.Join(dir, "tool")}, true},
+	} {
+		getenv := func(k string) string { return tc.env[k] }
+		if got := mentionsSelf(getenv); got != tc.want {
+			t.Errorf("%s: mentionsSelf = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// Without the workspace's second module, nothing names this module.
+	write("app/go.work", "go 1.24\n\nuse .\n")
+	if mentionsSelf(func(string) string { return "" }) {
+		t.Errorf("a workspace of the app alone: mentionsSelf = true")
+	}
+}
