@@ -183,13 +183,13 @@ var errNoModule = errors.New(Hint)
 // MentionsSelf is a cheap first test of the module graph: the files that
 // declare the build's modules (see moduleFiles) name this module, or
 // MATRIX_ZEROCODE_MODULE names a module to resolve the tracer in.
-func MentionsSelf() bool { return mentionsSelf(os.Getenv) }
+func MentionsSelf() bool { return mentionsSelf(os.Getenv, gocmd.BuildFlags) }
 
-func mentionsSelf(getenv func(string) string) bool {
+func mentionsSelf(getenv func(string) string, buildFlags func() []string) bool {
 	if getenv(EnvModule) != "" {
 		return true
 	}
-	for _, f := range moduleFiles(getenv) {
+	for _, f := range moduleFiles(getenv, buildFlags) {
 		if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(blacklist.SelfModule)) {
 			return true
 		}
@@ -200,10 +200,10 @@ func mentionsSelf(getenv func(string) string) bool {
 // moduleFiles returns the files the go command reads the build's modules
 // from, as it finds them: the workspace file (GOWORK's, or a go.work from
 // the current directory up unless GOWORK=off) and the go.mod of every module
-// it uses; otherwise the main module's go.mod, or the file -modfile names in
-// GOFLAGS instead. (A -modfile on the go command's own command line is not
-// visible to a -toolexec program: MATRIX_ZEROCODE_MODULE covers that case.)
-func moduleFiles(getenv func(string) string) []string {
+// it uses; otherwise the main module's go.mod, or the file a -modfile flag
+// names instead (in GOFLAGS, or on the go command's line: buildFlags, as
+// gocmd.BuildFlags sees it).
+func moduleFiles(getenv func(string) string, buildFlags func() []string) []string {
 	work := ""
 	if w := getenv("GOWORK"); w != "off" {
 		if w != "" && filepath.IsAbs(w) {
@@ -236,17 +236,19 @@ func moduleFiles(getenv func(string) string) []string {
 		}
 		return files
 	}
-	for _, f := range strings.Fields(getenv("GOFLAGS")) {
+	modfile := filepath.Join(gocmd.ModuleRoot(getenv), "go.mod")
+	// The command line's flags override GOFLAGS'.
+	for _, f := range append(strings.Fields(getenv("GOFLAGS")), buildFlags()...) {
 		if v, ok := strings.CutPrefix(strings.TrimLeft(f, "-"), "modfile="); ok && v != "" {
 			if !filepath.IsAbs(v) {
 				if wd, err := os.Getwd(); err == nil {
 					v = filepath.Join(wd, v)
 				}
 			}
-			return []string{v}
+			modfile = v
 		}
 	}
-	return []string{filepath.Join(gocmd.ModuleRoot(getenv), "go.mod")}
+	return []string{modfile}
 }
 
 // nestedPGO returns the -pgo flag the nested build needs so that the

@@ -76,26 +76,29 @@ func TestMentionsSelf(t *testing.T) {
 	t.Chdir(filepath.Join(dir, "app"))
 
 	for _, tc := range []struct {
-		name string
-		env  map[string]string
-		want bool
+		name  string
+		env   map[string]string
+		flags []string // the go command's build flags
+		want  bool
 	}{
-		{"go.work next to go.mod", nil, true},
-		{"GOWORK=off: go.mod alone", map[string]string{"GOWORK": "off"}, false},
-		{"-modfile in GOFLAGS", map[string]string{"GOWORK": "off", "GOFLAGS": "-mod=mod -modfile=tools.mod"}, true},
-		{"--modfile, absolute", map[string]string{"GOWORK": "off", "GOFLAGS": "--modfile=" + filepath.Join(dir, "app", "tools.mod")}, true},
-		{"GOWORK names another file", map[string]string{"GOWORK": filepath.Join(dir, "ws", "dev.work")}, true},
-		{"MATRIX_ZEROCODE_MODULE", map[string]string{"GOWORK": "off", EnvModule: filepath.Join(dir, "tool")}, true},
+		{"go.work next to go.mod", nil, nil, true},
+		{"GOWORK=off: go.mod alone", map[string]string{"GOWORK": "off"}, nil, false},
+		{"-modfile in GOFLAGS", map[string]string{"GOWORK": "off", "GOFLAGS": "-mod=mod -modfile=tools.mod"}, nil, true},
+		{"--modfile, absolute", map[string]string{"GOWORK": "off", "GOFLAGS": "--modfile=" + filepath.Join(dir, "app", "tools.mod")}, nil, true},
+		{"GOWORK names another file", map[string]string{"GOWORK": filepath.Join(dir, "ws", "dev.work")}, nil, true},
+		{"MATRIX_ZEROCODE_MODULE", map[string]string{"GOWORK": "off", EnvModule: filepath.Join(dir, "tool")}, nil, true},
+		{"-modfile on the command line", map[string]string{"GOWORK": "off"}, []string{"-modfile=" + filepath.Join(dir, "app", "tools.mod")}, true},
+		{"the command line overrides GOFLAGS", map[string]string{"GOWORK": "off", "GOFLAGS": "-modfile=tools.mod"}, []string{"-modfile=" + filepath.Join(dir, "app", "go.mod")}, false},
 	} {
 		getenv := func(k string) string { return tc.env[k] }
-		if got := mentionsSelf(getenv); got != tc.want {
+		if got := mentionsSelf(getenv, func() []string { return tc.flags }); got != tc.want {
 			t.Errorf("%s: mentionsSelf = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 
 	// Without the workspace's second module, nothing names this module.
 	write("app/go.work", "go 1.24\n\nuse .\n")
-	if mentionsSelf(func(string) string { return "" }) {
+	if mentionsSelf(func(string) string { return "" }, func() []string { return nil }) {
 		t.Errorf("a workspace of the app alone: mentionsSelf = true")
 	}
 }
