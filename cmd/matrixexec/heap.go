@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strconv"
+	goversion "go/version"
 	"strings"
 
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
@@ -83,15 +83,6 @@ func startHeapFlag(c *toolcmd.Cmd, growth float64, getenv func(string) string) s
 // hasStartHeapFlag reports whether the compiler of the Go release a
 // compile's -goversion names (go1.26.8, go1.27rc1, devel …) takes
 // -d=gcstart with the meaning above: Go 1.26 and later.
-func hasStartHeapFlag(goversion string) bool {
-	v, ok := strings.CutPrefix(goversion, "go1.")
-	if !ok {
-		return false
-	}
-	end := 0
-	for end < len(v) && v[end] >= '0' && v[end] <= '9' {
-		end++
-	}
-	minor, err := strconv.Atoi(v[:end])
-	return err == nil && minor >= 26
+func hasStartHeapFlag(v string) bool {
+	return goversion.IsValid(v) && goversion.Compare(v, "go1.26") >= 0
 }

@@ -204,11 +204,12 @@ func mentionsSelf(getenv func(string) string, buildFlags func() []string) bool {
 // names instead (in GOFLAGS, or on the go command's line: buildFlags, as
 // gocmd.BuildFlags sees it).
 func moduleFiles(getenv func(string) string, buildFlags func() []string) []string {
+	root := gocmd.ModuleRoot(getenv) // GOWORK's directory, if it names a file
 	work := ""
 	if w := getenv("GOWORK"); w != "off" {
 		if w != "" && filepath.IsAbs(w) {
 			work = w
-		} else if root := gocmd.ModuleRoot(getenv); exists(filepath.Join(root, "go.work")) {
+		} else if exists(filepath.Join(root, "go.work")) {
 			work = filepath.Join(root, "go.work")
 		}
 	}
@@ -236,7 +237,7 @@ func moduleFiles(getenv func(string) string, buildFlags func() []string) []strin
 		}
 		return files
 	}
-	modfile := filepath.Join(gocmd.ModuleRoot(getenv), "go.mod")
+	modfile := filepath.Join(root, "go.mod")
 	// The command line's flags override GOFLAGS'.
 	for _, f := range append(strings.Fields(getenv("GOFLAGS")), buildFlags()...) {
 		if v, ok := strings.CutPrefix(strings.TrimLeft(f, "-"), "modfile="); ok && v != "" {
