@@ -319,5 +319,8 @@ func (m *Map) Identity() string { return m.identity }
 // Owner returns the owner recorded in the map, or the zero Owner.
 func (m *Map) Owner() Owner { return m.owner }
 
+// SkippedPath returns the path of the map's file of skipped functions.
+func (m *Map) SkippedPath() string { return m.skipPath }
+
 // Path returns the map file path.
 func (m *Map) Path() string { return m.path }

@@ -94,7 +94,10 @@ func params(t *testing.T, dir string) testscript.Params {
 		"GOSUMDB":    "off",
 		"GOFLAGS":    "-buildvcs=false",
 		"MATRIX_MAP": sharedMap,
-		"MATRIXROOT": moduleRootDir(t),
+		// A rewrite the compiler rejects fails the build, rather than
+		// leave functions uninstrumented with a warning.
+		"MATRIX_STRICT": "1",
+		"MATRIXROOT":    moduleRootDir(t),
 	}
 	return testscript.Params{
 		Dir: dir,

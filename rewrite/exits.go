@@ -50,9 +50,9 @@ import (
 // function with a hook-free copy the shape of the recording copy changes
 // how the compiler lays out the other. The body is wrapped in a block so
 // that the goto jumps over no declaration in the label's scope (the goto
-// leaves blocks, which Go allows); the wrapping changes no name's meaning,
-// since a declaration at the top of a body cannot redeclare a parameter
-// anyway.
+// leaves blocks, which Go allows); a short variable declaration that
+// reused a parameter or result at the body's top level keeps doing so (see
+// "Scopes").
 //
 // A result name declared again inside the body could make a return's
 // assignment reach the wrong variable. Such a function's returns assign
@@ -187,8 +187,10 @@ func declares(names map[string]bool, n ast.Node, found *bool) {
 // enter, if not nil, renders the entry check of a recording copy instead
 // (see passEnter): it gets whether the function has an exit site, and
 // returns statements that declare the frame's flag (exitFlag) if so, which
-// the exits then test.
-func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockStmt, prefix string, enter func(flag bool) string) []edit {
+// the exits then test. copied says that the body is the recording copy of
+// copyEdits, which moves it into a block; recv is the function's receiver,
+// if any (see "Scopes" below).
+func (p *Plan) exitEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncType, body *ast.BlockStmt, prefix string, enter func(flag bool) string, copied bool) []edit {
 	var returns []*ast.ReturnStmt
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -278,6 +280,10 @@ func (p *Plan) exitEdits(f *srcFile, fn int, ft *ast.FuncType, body *ast.BlockSt
 		entry += "{ "
 	}
 	edits = append(edits, edit{offset: lbrace, end: lbrace, fn: fn, text: entry + p.directive(f, lbrace)})
+	if joined || copied {
+		// The body moves into a block.
+		edits = append(edits, p.redeclEdits(f, fn, recv, ft, body)...)
+	}
 	for _, r := range returns {
 		ret := p.offset(r.Return)
 		kw := ret + len("return")
@@ -391,11 +397,15 @@ func copyable(body *ast.BlockStmt, pi *packageInfo) bool {
 
 // copyEdits returns the edits that give fn a hook-free copy of its body
 // beside a recording one: exits are the edits exitEdits made for it, of
-// which those inside the body move into the recording copy.
-func (p *Plan) copyEdits(f *srcFile, fn int, body *ast.BlockStmt, exits []edit) []edit {
+// which those inside the body move into the recording copy. Both copies
+// keep the meaning of the body's names (see "Scopes" below).
+func (p *Plan) copyEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncType, body *ast.BlockStmt, exits []edit) []edit {
 	lbrace := p.offset(body.Lbrace) + 1
 	rbrace := p.offset(body.Rbrace)
-	var out, inner []edit
+	// The hook-free copy's edits come first: one may end where the
+	// recording copy starts (a body "{x, y := 1, 2}").
+	out := p.redeclEdits(f, fn, recv, ft, body)
+	var inner []edit
 	for _, e := range exits {
 		if e.offset >= lbrace && e.end <= rbrace {
 			inner = append(inner, e)
@@ -530,4 +540,105 @@ func genericRecv(t ast.Expr) bool {
 		return true
 	}
 	return false
+}
+
+// Scopes.
+//
+// In Go a function's parameters, receiver and named results are declared in
+// the same block as the top level of its body. A short variable declaration
+// at the top level of a body may therefore reuse one of them
+//
+//	n, err := r.Read(buf) // err is the named result, n is new
+//
+// whereas the same statement inside a block declares a new err. The two
+// rewrites that move a body into a block (a hook-free copy, and the block
+// around a body with one exit site) would change what such a name means.
+// So in a moved body each such name is replaced, in that statement only,
+// by a variable of the same type declared just before it, and assigned back
+// just after:
+//
+//	__matrix_v0 := err; n, __matrix_v0 := r.Read(buf); err = __matrix_v0
+//
+// The statement's own declaration then reuses __matrix_v0, declared in the
+// same block, exactly as it reused err: the same variables are new, the
+// values are converted to the same types (untyped constants included), and
+// nothing runs between the assignment and the copy back. This is the only
+// construct whose meaning depends on the block the body is in: a body
+// cannot declare a parameter's name again at its top level any other way,
+// labels are function-wide (the copy renames its own), a bare return sees
+// the results unless a block declares them again (which moving the body
+// does not change), and every other name is resolved the same from any
+// block of the body.
+
+// redeclPrefix names the variables that stand for a reused parameter or
+// result in a moved body.
+const redeclPrefix = "__matrix_v"
+
+// funcScopeNames returns the names a function declares in its outermost
+// block: its receiver's, parameters' and results' names other than _.
+func funcScopeNames(recv *ast.FieldList, ft *ast.FuncType) map[string]bool {
+	names := map[string]bool{}
+	for _, fl := range []*ast.FieldList{recv, ft.Params, ft.Results} {
+		if fl == nil {
+			continue
+		}
+		for _, fld := range fl.List {
+			for _, n := range fld.Names {
+				if n.Name != "_" {
+					names[n.Name] = true
+				}
+			}
+		}
+	}
+	return names
+}
+
+// redeclEdits returns the edits that keep, in a body moved into a block, the
+// meaning of every top-level short variable declaration that reuses one of
+// the function's parameters, receiver or results (see "Scopes" above). A
+// labelled statement is at the top level too.
+func (p *Plan) redeclEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncType, body *ast.BlockStmt) []edit {
+	names := funcScopeNames(recv, ft)
+	if len(names) == 0 {
+		return nil
+	}
+	var edits []edit
+	n := 0
+	for _, s := range body.List {
+		for {
+			l, ok := s.(*ast.LabeledStmt)
+			if !ok {
+				break
+			}
+			s = l.Stmt
+		}
+		as, ok := s.(*ast.AssignStmt)
+		if !ok || as.Tok != token.DEFINE {
+			continue
+		}
+		var before, after []string
+		var ids []edit
+		for _, x := range as.Lhs {
+			id, ok := x.(*ast.Ident)
+			if !ok || !names[id.Name] {
+				continue
+			}
+			v := redeclPrefix + strconv.Itoa(n)
+			n++
+			before = append(before, v+" := "+id.Name+"; ")
+			after = append(after, id.Name+" = "+v)
+			off, end := p.offset(id.Pos()), p.offset(id.End())
+			ids = append(ids, edit{offset: off, end: end, fn: fn, text: v + p.directive(f, end)})
+		}
+		if before == nil {
+			continue
+		}
+		// In order: the insertion before the statement precedes the
+		// replacement of its first name, at the same offset.
+		start, end := p.offset(as.Pos()), p.offset(as.End())
+		edits = append(edits, edit{offset: start, end: start, fn: fn, text: strings.Join(before, "") + p.directive(f, start)})
+		edits = append(edits, ids...)
+		edits = append(edits, edit{offset: end, end: end, fn: fn, text: "; " + strings.Join(after, "; ") + p.directive(f, end)})
+	}
+	return edits
 }

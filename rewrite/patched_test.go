@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -179,11 +180,15 @@ func instrumentedModule(t *testing.T) string {
 // environment to run it in.
 func copyToolchain(t *testing.T, rel string) (string, []string) {
 	t.Helper()
+	// GOROOT is read from stdout alone: the go command reports the
+	// toolchain's download on stderr.
 	cmd := exec.Command("go", "env", "GOROOT")
 	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+rel)
-	out, err := cmd.CombinedOutput()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("GOTOOLCHAIN=%s go env GOROOT: %v\n%s", rel, err, out)
+		t.Fatalf("GOTOOLCHAIN=%s go env GOROOT: %v\n%s", rel, err, stderr.Bytes())
 	}
 	src := strings.TrimSpace(string(out))
 	dst := filepath.Join(t.TempDir(), "go")

@@ -91,6 +91,10 @@ type Options struct {
 	// does not record. Functions that cannot take it keep the deferred
 	// exit and are listed in Plan.Deferred.
 	ReturnExits bool
+	// Reject, if non-nil, names functions (as in Func.Name) whose rewrite
+	// is made to fail to compile: a test of what a build does when the
+	// compiler rejects an instrumented package.
+	Reject func(name string) bool
 	// CopyBudget, with ReturnExits, is the estimated inlining cost at or
 	// below which a function also keeps a hook-free copy of its body, run
 	// while the recorder is off (see copyEdits): the functions whose hooks
@@ -141,7 +145,76 @@ type Plan struct {
 	opts    Options
 	fset    *token.FileSet
 	files   []*srcFile
-	helpers int // enter helpers declared so far (see passEnter)
+	helpers int    // enter helpers declared so far (see passEnter)
+	spans   []span // of Funcs, in the same order
+}
+
+// span is where a function's source is, from its func keyword to its
+// closing brace, as the compiler reports positions (//line directives
+// honoured).
+type span struct {
+	file       string
+	start, end int // lines
+}
+
+// Rejected is the identifier that Options.Reject puts into a function's
+// rewrite: an undefined name, which the compiler reports at the function's
+// opening brace.
+const Rejected = "__matrix_rejected"
+
+// FuncAt returns the instrumented function (as in Func.Name) whose source
+// holds line line of file, as the compiler reports a position; the
+// innermost if several do (a function literal inside a function). A file
+// matches by its path, or by its base name if no function's path is file.
+func (p *Plan) FuncAt(file string, line int) (string, bool) {
+	best := -1
+	for _, pass := range []func(string) bool{
+		func(f string) bool { return f == file },
+		func(f string) bool { return filepath.Base(f) == filepath.Base(file) },
+	} {
+		for i, sp := range p.spans {
+			if !pass(sp.file) || line < sp.start || line > sp.end {
+				continue
+			}
+			if best < 0 || sp.end-sp.start < p.spans[best].end-p.spans[best].start {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return p.Funcs[best].Name, true
+		}
+	}
+	return "", false
+}
+
+// Pos returns the position of an instrumented function (Func.Pos), or "".
+func (p *Plan) Pos(name string) string {
+	for _, f := range p.Funcs {
+		if f.Name == name {
+			return f.Pos
+		}
+	}
+	return ""
+}
+
+// Mode returns how an instrumented function's exit is recorded: "copy"
+// (a hook-free copy beside a recording one), "defer" (a deferred exit
+// hook) or "returns" (an exit at each return, or one exit site).
+func (p *Plan) Mode(name string) string {
+	for _, c := range p.Copied {
+		if c == name {
+			return "copy"
+		}
+	}
+	for _, d := range p.Deferred {
+		if d.Name == name {
+			return "defer"
+		}
+	}
+	if !p.opts.ReturnExits {
+		return "defer"
+	}
+	return "returns"
 }
 
 type srcFile struct {
@@ -257,13 +330,14 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				name, kind string
 				body       *ast.BlockStmt
 				ftype      *ast.FuncType
+				recv       *ast.FieldList
 				pos        token.Pos
 				pragma     string
 			)
 			switch n := n.(type) {
 			case *ast.FuncDecl:
 				name, kind = namer.decl(n)
-				body, ftype, pos = n.Body, n.Type, n.Type.Func
+				body, ftype, pos, recv = n.Body, n.Type, n.Type.Func, n.Recv
 				pragma = skipPragma(n.Doc)
 				if pragma == "" && linknamed[n.Name.Name] {
 					pragma = "go:linkname"
@@ -310,6 +384,8 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				return skip(ReasonBlacklist)
 			}
 			p.Funcs = append(p.Funcs, Func{Name: name, Kind: kind, Pos: position})
+			start, end := p.fset.Position(pos), p.fset.Position(body.Rbrace)
+			p.spans = append(p.spans, span{file: start.Filename, start: start.Line, end: end.Line})
 			prefix := ""
 			if isMain {
 				prefix = hookMainEntered + "(); "
@@ -329,6 +405,7 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				lbrace := p.offset(body.Lbrace) + 1
 				text := fmt.Sprintf("%sif %s.v != 0 && %s(%s) { defer %s(%s) }; %s", prefix, HookActive, HookEnter, idMark, HookExit, idMark, resumeDirective(p.fset, f, body.Lbrace))
 				f.add(edit{offset: lbrace, end: lbrace, fn: fn, text: text})
+				p.reject(f, fn, name, body)
 				return true
 			}
 			// Edits at one offset (the end of a result type and the
@@ -339,20 +416,32 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				if fd, ok := n.(*ast.FuncDecl); ok {
 					enter = p.passEnter(f, fd)
 				}
-				edits = p.copyEdits(f, fn, body, p.exitEdits(f, fn, ftype, body, prefix, enter))
+				edits = p.copyEdits(f, fn, recv, ftype, body, p.exitEdits(f, fn, recv, ftype, body, prefix, enter, true))
 				p.Copied = append(p.Copied, name)
 			} else {
-				edits = p.exitEdits(f, fn, ftype, body, prefix, nil)
+				edits = p.exitEdits(f, fn, recv, ftype, body, prefix, nil, false)
 			}
 			for _, e := range edits {
 				f.add(e)
 			}
+			p.reject(f, fn, name, body)
 			return true
 		})
 		if f.helperDecls.Len() > 0 {
 			f.insert(len(f.src), "\n"+f.helperDecls.String())
 		}
 	}
+}
+
+// reject makes the rewrite of function fn fail to compile if
+// Options.Reject names it: it refers to Rejected after its other edits at
+// the opening brace, where the compiler reports the error.
+func (p *Plan) reject(f *srcFile, fn int, name string, body *ast.BlockStmt) {
+	if p.opts.Reject == nil || !p.opts.Reject(name) {
+		return
+	}
+	lbrace := p.offset(body.Lbrace) + 1
+	f.add(edit{offset: lbrace, end: lbrace, fn: fn, text: "_ = " + Rejected + "; " + resumeDirective(p.fset, f, body.Lbrace)})
 }
 
 // walkFuncs calls visit for every function declaration and function

@@ -49,6 +49,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	defer os.RemoveAll(tmp)
 
 	var newFiles []string
+	var inst *instrumented
 	switch {
 	case pkg == "runtime":
 		if err := checkTarget(c.Tool); err != nil {
@@ -73,45 +74,68 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		newFiles = linkFiles(files, tracerPlainFile, tracerLinkedFile)
 		log.Debug().Msg("linked the tracer to the runtime")
 	default:
-		newFiles, err = instrument(cfg, c, tmp)
-		if err == nil {
-			newFiles, err = patchTestMain(files, newFiles, tmp)
+		inst, err = instrument(cfg, c, tmp, nil)
+		if err == nil && inst.files == nil {
+			// compileInstrumented patches an instrumented package's.
+			newFiles, err = patchTestMain(files, nil, tmp)
 		}
 	}
 	if err != nil {
 		return err
 	}
 	var after func(string) error
+	var extra string
 	if c.IsMain() && !c.Has("std") {
-		extra, importcfg, fn, err := zerocode.Inject(cfg.zeroCodeConfig(), c, tmp)
+		var importcfg string
+		var fn func(string) error
+		extra, importcfg, fn, err = zerocode.Inject(cfg.zeroCodeConfig(), c, tmp)
 		if err != nil {
 			return err
 		}
 		if extra != "" {
-			if newFiles == nil {
-				newFiles = files
-			}
-			newFiles = append(newFiles, extra)
 			c.Set("importcfg", importcfg)
 			after = fn
 		}
 	}
-	if newFiles != nil {
+	// operands returns the files to compile: those given, with the
+	// zero-code tracer's file, if any.
+	operands := func(newFiles []string) []string {
+		if extra == "" {
+			return newFiles
+		}
+		if newFiles == nil {
+			newFiles = files
+		}
+		return append(newFiles[:len(newFiles):len(newFiles)], extra)
+	}
+	if newFiles != nil || extra != "" {
 		c.TrimDir(tmp)
-		c.Operands = newFiles
 	}
 	out, _ := c.Flag("o")
-	args, err = c.Argv(tmp)
-	if err != nil {
-		return err
+	if inst != nil && inst.files != nil {
+		err = cfg.compileInstrumented(c, inst, operands, stdin, stdout, stderr)
+	} else {
+		err = runCompile(c, operands(newFiles), tmp, stdin, stdout, stderr)
 	}
-	if err := runTool(args, stdin, stdout, stderr); err != nil {
+	if err != nil {
 		return err
 	}
 	if after != nil {
 		return after(out)
 	}
 	return nil
+}
+
+// runCompile runs the compile c on the files operands.
+func runCompile(c *toolcmd.Cmd, operands []string, tmp string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if operands != nil {
+		c.Operands = operands
+	}
+	args, err := c.Argv(tmp)
+	if err != nil {
+		return err
+	}
+	return runTool(args, stdin, stdout, stderr)
 }
 
 // patchTestMain makes the main function of a test binary end the start-up
@@ -155,9 +179,26 @@ func linkFiles(files []string, plain, linked string) []string {
 	return out
 }
 
+// instrumented is a package as instrument rewrote it.
+type instrumented struct {
+	// files is the list of files to compile, or nil to compile the
+	// package unchanged.
+	files []string
+	// plan is the rewrite's plan; nil if the package is not instrumented.
+	plan *rewrite.Plan
+	// skippedPath is the id map's file of skipped functions.
+	skippedPath string
+	// dir holds the rewritten files.
+	dir string
+	// heapFlag is the compiler flag that raises its starting heap, if
+	// instrumenting asks for one (see startHeapFlag).
+	heapFlag string
+}
+
 // instrument rewrites the files of the package c compiles into dir and
-// returns the new file list, or nil to compile the package unchanged.
-func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
+// returns them, leaving the functions named in exclude uninstrumented
+// (rewrite.Func.Name; listed as skipped with the reason given).
+func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]string) (*instrumented, error) {
 	pkg, files := c.ImportPath(), c.Operands
 	rules, err := loadRules(cfg)
 	if err != nil {
@@ -165,7 +206,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 	}
 	if ok, reason := rules.Package(pkg, c.Has("std")); !ok {
 		cfg.log.Debug().Str("pkg", pkg).Str("reason", reason).Msg("package not instrumented")
-		return nil, nil
+		return &instrumented{}, nil
 	}
 	var srcs []string
 	for _, f := range files {
@@ -198,7 +239,14 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 		TrimPath:     trim,
 		Types:        tc,
 		Hot:          hot,
-		Keep:         func(fn string) bool { ok, _ := rules.Func(pkg, fn); return ok },
+		Keep: func(fn string) bool {
+			if _, ok := exclude[fn]; ok {
+				return false
+			}
+			ok, _ := rules.Func(pkg, fn)
+			return ok
+		},
+		Reject: cfg.rejects(pkg),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
@@ -206,6 +254,11 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 	m, err := cfg.openMap()
 	if err != nil {
 		return nil, err
+	}
+	for i, s := range plan.Skips {
+		if reason, ok := exclude[s.Name]; ok && s.Reason == rewrite.ReasonBlacklist {
+			plan.Skips[i].Reason = reason
+		}
 	}
 	if len(plan.Skips)+len(plan.Deferred) > 0 {
 		// Functions that keep a deferred exit hook are listed too, with
@@ -218,9 +271,10 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 			return nil, mapError(err)
 		}
 	}
+	inst := &instrumented{skippedPath: m.SkippedPath(), dir: dir}
 	if len(plan.Funcs) == 0 {
 		cfg.log.Debug().Str("pkg", pkg).Int("skipped", len(plan.Skips)).Msg("nothing to instrument")
-		return nil, nil
+		return inst, nil
 	}
 	funcs := make([]idalloc.Func, len(plan.Funcs))
 	for i, f := range plan.Funcs {
@@ -234,10 +288,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if flag := startHeapFlag(c, plan.Growth(outs), cfg.getenv); flag != "" {
-		c.AddFlag(flag)
-		cfg.log.Debug().Str("pkg", pkg).Str("flag", flag).Msg("raised the compiler's starting heap")
-	}
+	inst.heapFlag = startHeapFlag(c, plan.Growth(outs), cfg.getenv)
 	newFiles := append([]string(nil), files...)
 	for i, o := range outs {
 		if o.Src == nil {
@@ -264,7 +315,9 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string) ([]string, error) {
 	cfg.log.Debug().Str("pkg", pkg).Int("instrumented", len(plan.Funcs)).Int("skipped", len(plan.Skips)).Int("copied", len(plan.Copied)).Msg("instrumented")
 	// First: it declares __matrix_on, which must precede the package's own
 	// variables in declaration order (see rewrite.Plan.HooksFile).
-	return append([]string{hooksPath}, newFiles...), nil
+	inst.files = append([]string{hooksPath}, newFiles...)
+	inst.plan = plan
+	return inst, nil
 }
 
 // typesConfig returns what type checking the package needs from its

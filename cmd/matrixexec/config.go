@@ -30,9 +30,11 @@ type config struct {
 	returnExits   bool // exit hooks at the returns (-exits returns or copy)
 	copyBudget    int  // hook-free copies up to this cost (-exits copy)
 	logPath       string
-	zeroCode      string // zerocode.Auto, zerocode.On or zerocode.Off
-	toolPath      string // the tool cmd/go runs through us, if any
-	debugHooks    bool   // build the runtime variant that can print every hook
+	zeroCode      string          // zerocode.Auto, zerocode.On or zerocode.Off
+	toolPath      string          // the tool cmd/go runs through us, if any
+	debugHooks    bool            // build the runtime variant that can print every hook
+	strict        bool            // a rewrite the compiler rejects fails the build
+	debugReject   map[string]bool // functions (pkg.Func) whose rewrite is made to fail
 	log           zerolog.Logger
 	getenv        func(string) string
 	posBases      []string // the directories mapPos makes positions relative to
@@ -59,6 +61,15 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	fs.StringVar(&copyBudget, "copy-budget", copyBudget, "cost up to which a function keeps a hook-free copy")
 	fs.StringVar(&cfg.logPath, "log", getenv("MATRIX_LOG"), "diagnostics file")
 	fs.StringVar(&cfg.zeroCode, "zerocode", getenv("MATRIX_ZEROCODE"), "zero-code mode: auto, on or off")
+	strict := getenv("MATRIX_STRICT")
+	fs.BoolFunc("strict", "fail the build when the compiler rejects an instrumented package", func(v string) error {
+		if v == "true" {
+			strict = "1"
+		} else {
+			strict = "0"
+		}
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return cfg, []string{"help"}, nil
@@ -105,6 +116,21 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	cfg.blacklistSet = cfg.blacklistPath != ""
 	cfg.mapSet = cfg.mapPath != ""
 	cfg.debugHooks = getenv("MATRIX_DEBUG_HOOKS") == "1"
+	switch strict {
+	case "", "0":
+	case "1":
+		cfg.strict = true
+	default:
+		return nil, nil, fmt.Errorf("bad strict setting %q (MATRIX_STRICT): want 1 or 0", strict)
+	}
+	for _, fn := range strings.Split(getenv("MATRIX_DEBUG_REJECT"), ",") {
+		if fn = strings.TrimSpace(fn); fn != "" {
+			if cfg.debugReject == nil {
+				cfg.debugReject = map[string]bool{}
+			}
+			cfg.debugReject[fn] = true
+		}
+	}
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
 		dir := filepath.Join(gocmd.ModuleRoot(getenv), defaultDir)
 		if !gocmd.InModule(getenv) || gocmd.PkgAtVersion(goCommandLine()) {

@@ -148,9 +148,16 @@ build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
                      keeps a hook-free copy; 0 for none  (MATRIX_COPY_BUDGET, default 160)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
   -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
+  -strict            fail the build when the compiler rejects an instrumented package, rather
+                     than leave the functions at fault uninstrumented with a warning
+                                           (MATRIX_STRICT=1, default off)
 
 environment only:
   MATRIX_ZEROCODE_MODULE=DIR   build the zero-code tracer in the module at DIR (absolute)
   MATRIX_DEBUG_HOOKS=1         at build and run time: hooks print every call to stderr
+  MATRIX_DEBUG_REJECT=PKG.FUNC,...
+                               make the rewrite of these functions fail to compile (a test of
+                               the fallback; not part of the build cache's key: build in a new
+                               directory, or with -a)
 `)
 }

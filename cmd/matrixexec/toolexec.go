@@ -174,6 +174,7 @@ func configHash(cfg *config) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(h, "blacklist:%s\ninline:%d\nexits:%v\ncopy:%d\nzerocode:%s\ndebug:%v\n", rules, cfg.inlineBudget, cfg.returnExits, cfg.copyBudget, cfg.zeroCode, cfg.debugHooks)
+
 	id, err := cfg.mapIdentity()
 	if err != nil {
 		return "", err
