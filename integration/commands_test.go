@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +25,42 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"stripnames":    cmdStripNames,
 		"otlprecv":      cmdOTLPRecv,
 		"otlpspans":     cmdOTLPSpans,
+		"samecompiles":  cmdSameCompiles,
+	}
+}
+
+// samecompiles PLAIN INSTRUMENTED
+//
+// Checks that two go build -x logs (plain, and with -toolexec) compile the
+// same packages, at least one: the packages are named by the -p flag of
+// each compile.
+func cmdSameCompiles(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: samecompiles PLAIN INSTRUMENTED")
+	}
+	compiled := func(file string) []string {
+		var pkgs []string
+		for _, line := range strings.Split(ts.ReadFile(file), "\n") {
+			if !strings.Contains(line, "/compile -o ") {
+				continue
+			}
+			f := strings.Fields(line)
+			for i := range f[:len(f)-1] {
+				if f[i] == "-p" {
+					pkgs = append(pkgs, f[i+1])
+				}
+			}
+		}
+		sort.Strings(pkgs)
+		return pkgs
+	}
+	plain, inst := compiled(args[0]), compiled(args[1])
+	ts.Logf("plain build compiled %q; instrumented build compiled %q", plain, inst)
+	if len(plain) == 0 {
+		ts.Fatalf("the plain build compiled nothing")
+	}
+	if !slices.Equal(plain, inst) {
+		ts.Fatalf("the builds compiled different packages")
 	}
 }
 

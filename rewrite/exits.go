@@ -517,8 +517,13 @@ func (p *Plan) passEnter(f *srcFile, fd *ast.FuncDecl) func(flag bool) string {
 			results = append(results, t)
 			args = append(args, a)
 		}
-		fmt.Fprintf(&f.helperDecls, "\n//go:noinline\nfunc %s(id uint32, %s) (bool, %s) { return %s(id), %s }\n",
-			name, strings.Join(params, ", "), strings.Join(results, ", "), HookEnter, strings.Join(args, ", "))
+		// The helper claims line 1 of the file: where it is declared
+		// must not depend on the file's length, or an edit that changes
+		// no code (a line added at the end) would change the package's
+		// export data, which names the helper if an inlinable function
+		// calls it, and every dependent would be compiled again.
+		fmt.Fprintf(&f.helperDecls, "\n//line %s:1\n//go:noinline\nfunc %s(id uint32, %s) (bool, %s) { return %s(id), %s }\n",
+			f.path, name, strings.Join(params, ", "), strings.Join(results, ", "), HookEnter, strings.Join(args, ", "))
 	}
 	call := name + "(" + idMark + ", " + strings.Join(names, ", ") + "); "
 	return func(flag bool) string {

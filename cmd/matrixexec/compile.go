@@ -108,7 +108,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		}
 		return append(newFiles[:len(newFiles):len(newFiles)], extra)
 	}
-	if newFiles != nil || extra != "" {
+	if newFiles != nil || extra != "" || (inst != nil && inst.files != nil) {
 		c.TrimDir(tmp)
 	}
 	out, _ := c.Flag("o")
