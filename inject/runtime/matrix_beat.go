@@ -245,7 +245,20 @@ func matrixMainEntered() {
 	if !matrixBeatOn && !matrixDebug {
 		matrixOn.v = 0
 	}
+	if !matrixTracerPresent && gogetenv("MATRIX_REPORT") != "" {
+		print("matrix: MATRIX_REPORT is set, but this program was built without the Matrix tracer: nothing is recorded. ",
+			"To link it, make matrixexec a tool dependency of the main module (go get -tool github.com/matrixgo/matrix/cmd/matrixexec) and build again, ",
+			"or import _ \"github.com/matrixgo/matrix/tracer/auto\" in package main\n")
+	}
 }
+
+// matrixTracerPresent is set when the tracer package is linked into the
+// program (its init calls matrixTracerLinked): without it, MATRIX_REPORT
+// has nothing to turn on, which matrixMainEntered says once.
+var matrixTracerPresent bool
+
+//go:linkname matrixTracerLinked
+func matrixTracerLinked() { matrixTracerPresent = true }
 
 // matrixStartupInfo returns the start-up ring (nil if none), the number of
 // records in it, the runtime's epoch and when main.main was entered (0 if
