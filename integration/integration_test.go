@@ -170,6 +170,10 @@ func TestScripts(t *testing.T) {
 // of scripts are left out too: see scriptCondition.)
 var fullOnly = map[string]string{
 	"buildmodes":  "compiles the standard library once per build mode (race, PIE, cover, -N -l, other systems)",
+	"fw_chi":      framework,
+	"fw_echo":     framework,
+	"fw_gin":      framework,
+	"fw_mux":      framework,
 	"cache":       ownMap,
 	"mapfs":       ownMap,
 	"mappaths":    ownMap,
@@ -183,6 +187,7 @@ var fullOnly = map[string]string{
 const (
 	ownMap     = "builds with maps of its own, whose new identities compile the standard library again on every run"
 	runProfile = "compiles the standard library with a CPU profile recorded during the run"
+	framework  = "downloads a web framework's module graph and compiles it plain and instrumented"
 )
 
 // TestGoVersions runs the semantics and entry point scripts with each
