@@ -73,7 +73,8 @@ func selection() string {
 // mode's default (auto) does in such a user's builds.
 //
 // The default subset runs the modules marked ci, and recording for those
-// also marked ciRecording; -corpus=full runs every module both ways. All
+// also marked ciRecording; MATRIX_TEST_LONG=1 adds the modules marked long
+// (gin, echo, grpc), both ways; -corpus=full runs every module both ways. All
 // runs share the user's GOCACHE and one mapping file, so the standard
 // library is compiled under matrixexec once per configuration (recording
 // links the tracer, which is part of the tool id).
@@ -163,7 +164,7 @@ const recordingThresholdMs = 1
 // variants returns the instrumented variants of module m in this mode.
 func (r *runner) variants(m module) []variant {
 	switch {
-	case r.mode == "full":
+	case r.mode == "full", m.long && testgo.Long():
 		return []variant{instrumentedRun, recordingRun}
 	case !m.ci:
 		return nil
@@ -260,7 +261,7 @@ type variantResult struct {
 
 func (r *runner) run(t *testing.T, m module, variants []variant) *result {
 	res := &result{m: m, pkgs: m.pkgs}
-	if r.mode == "ci" && m.ciPkgs != nil {
+	if (r.mode == "ci" || m.long) && m.ciPkgs != nil {
 		res.pkgs = m.ciPkgs
 	}
 	if res.pkgs == nil {

@@ -24,6 +24,10 @@ type module struct {
 	flags []string
 	// cgo marks modules that need a C compiler.
 	cgo bool
+	// long puts the module, both instrumented and recording, in the
+	// exhaustive tier (MATRIX_TEST_LONG=1, see testgo.Long), with ciPkgs
+	// if set.
+	long bool
 	// timeout is go test's -timeout for each test binary; zero means 10m.
 	timeout time.Duration
 }
@@ -36,6 +40,24 @@ type module struct {
 // test files); github.com/modern-go/reflect2, whose tests live in another
 // repository (it is instrumented as json-iterator's dependency).
 var corpus = []module{
+	{
+		name: "gin", path: "github.com/gin-gonic/gin", version: "v1.12.0",
+		why:  "the most used web framework: its own router tree, context pool, render and binding through ugorji/go/codec, validator and sonic",
+		long: true,
+	},
+	{
+		name: "echo", path: "github.com/labstack/echo/v4", version: "v4.16.0",
+		why:  "web framework: router, middleware, binding",
+		long: true,
+	},
+	{
+		name: "grpc", path: "google.golang.org/grpc", version: "v1.85.0",
+		why:  "RPC: client and server over its HTTP/2 transport, generated code, status and metadata",
+		long: true,
+		// Its whole suite takes most of an hour; these packages run
+		// calls end to end and the transport, in about a minute.
+		ciPkgs: []string{".", "./internal/transport", "./codes/...", "./status/...", "./metadata/...", "./encoding/..."},
+	},
 	{
 		name: "go-cmp", path: "github.com/google/go-cmp", version: "v0.7.0",
 		why: "reflection-heavy: walks arbitrary values with reflect, unexported fields through unsafe",

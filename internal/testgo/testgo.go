@@ -19,3 +19,11 @@ func OtherReleases() []string {
 	}
 	return []string{"go1.24.13", "go1.25.14", "go1.27.4"}
 }
+
+// EnvLong names the switch of the exhaustive test tiers.
+const EnvLong = "MATRIX_TEST_LONG"
+
+// Long reports whether the exhaustive test tiers run (MATRIX_TEST_LONG=1):
+// the test suites of large third-party modules run under matrixexec, beside
+// the tiers every run of the test command has. CI sets it.
+func Long() bool { return os.Getenv(EnvLong) == "1" }
