@@ -10,8 +10,9 @@
 #   3. an HTTP service under wrk load on 127.0.0.1, plain vs instrumented with
 #      every request a recorded dispatch;
 #   4. build time of google.golang.org/protobuf (./..., 147 packages): first,
-#      warm, one-file edit and cold builds, plain vs instrumented, and the
-#      wrapper's peak memory;
+#      warm, one-file edit (a line at the end of a file; a body in its
+#      middle) and cold builds, plain vs instrumented, and the wrapper's peak
+#      memory;
 #   5. the recorder's memory under 10,000 concurrent dispatches.
 #
 # Usage (from anywhere):
@@ -376,10 +377,18 @@ if measure 4; then
 		timed warm instr "$r" "$TMP/gc-instr" "$MX" -map "$PBMAP"
 	done
 	for r in $(seq "$RE"); do
-		log "group 4: one-file edit round $r/$RE"
+		log "group 4: one-file edit round $r/$RE (a line at the end of the file)"
 		printf '\nvar _ = "matrix bench edit %d"\n' "$r" >>"$EDIT"
 		timed edit plain "$r" "$TMP/gc-plain"
 		timed edit instr "$r" "$TMP/gc-instr" "$MX" -map "$PBMAP"
+	done
+	for r in $(seq "$RE"); do
+		# A statement added to a body in the middle of the file: code
+		# changes, and so do the positions after it, in both builds.
+		log "group 4: mid-file edit round $r/$RE (a body in the middle of the file)"
+		sed -i "/^func (mi \*MessageInfo) initOnce() {\$/a\\	if mi == nil { panic(\"matrix bench mid $r\") }" "$EDIT"
+		timed editmid plain "$r" "$TMP/gc-plain"
+		timed editmid instr "$r" "$TMP/gc-instr" "$MX" -map "$PBMAP"
 	done
 	for r in $(seq "$RC"); do
 		log "group 4: cold round $r/$RC (empty caches, method map kept)"
