@@ -78,8 +78,13 @@ func TestConfigFromEnvErrors(t *testing.T) {
 			t.Errorf("%s=%q: error %q does not name the variable", tc.name, tc.value, err)
 		}
 	}
+	// A bad value leaves its own setting at the default, and only it.
+	cfg, err := ConfigFromEnv(env(map[string]string{"MATRIX_EVIL_THRESHOLD_MS": "abc", "MATRIX_QUEUE_SIZE": "32"}))
+	if err == nil || cfg.EvilThreshold != DefaultEvilThreshold || !cfg.EvilMethod || cfg.QueueSize != 32 {
+		t.Errorf("one bad variable: %+v, %v", cfg, err)
+	}
 	// Every bad variable is reported.
-	_, err := ConfigFromEnv(env(map[string]string{"MATRIX_QUEUE_SIZE": "x", "MATRIX_MAX_BUFFERS": "y"}))
+	_, err = ConfigFromEnv(env(map[string]string{"MATRIX_QUEUE_SIZE": "x", "MATRIX_MAX_BUFFERS": "y"}))
 	if err == nil || !strings.Contains(err.Error(), "MATRIX_QUEUE_SIZE") || !strings.Contains(err.Error(), "MATRIX_MAX_BUFFERS") {
 		t.Errorf("two bad variables: %v", err)
 	}

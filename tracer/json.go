@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -16,10 +20,18 @@ type jsonListener struct {
 
 // NewJSONListener returns the default listener: it writes the content of
 // each issue to w as one JSON object on one line (keys sorted), through
-// zerolog. Each issue is one Write call; w may be shared with other
-// writers. Write errors go to zerolog.ErrorHandler.
+// zerolog. Each issue is one Write call of one whole line; w may be shared
+// with other writers. A line that cannot be written is lost and counted,
+// never retried, and the next one starts on a line of its own (see
+// OpenReport); write errors are printed to the process' stderr at most
+// once a minute ("matrix: …"), with the number of reports lost since the
+// last such message.
 func NewJSONListener(w io.Writer) Listener {
-	return &jsonListener{log: zerolog.New(zerolog.SyncWriter(w))}
+	return newJSONListener(newLineWriter(w, os.Stderr, time.Now))
+}
+
+func newJSONListener(lw *lineWriter) *jsonListener {
+	return &jsonListener{log: zerolog.New(lw)}
 }
 
 // OnReportIssue writes the issue's content.
@@ -27,34 +39,242 @@ func (l *jsonListener) OnReportIssue(is Issue) {
 	l.log.Log().Fields(is.Content).Send()
 }
 
-// nopCloser is the closer of a report target the listener does not own.
-type nopCloser struct{}
+// writeErrorInterval is the least time between two messages about reports
+// that could not be written.
+const writeErrorInterval = time.Minute
 
-func (nopCloser) Close() error { return nil }
+// lineWriter writes whole lines (one report each) to a report target, each
+// in one Write call, and keeps write errors off the program's way.
+//
+// A write that fails is not retried: the report is lost and counted. A
+// write that stops part-way (a full disk) leaves a torn line; when the
+// target is a regular file that nothing was appended to since, the torn
+// part is cut off again (truncated back to the last whole line). Otherwise
+// the next report is written after a newline, so that it starts a line of
+// its own and the torn part stays a line by itself, which the viewers skip.
+// Errors are printed to errOut at most once per writeErrorInterval, with
+// the number of reports lost since the previous message; Close prints the
+// count of the lost reports not yet told.
+type lineWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	errOut io.Writer
+	now    func() time.Time
+
+	torn    bool      // the target ends inside a torn line
+	buf     []byte    // a line after the newline that ends a torn one
+	lost    uint64    // reports lost since the last message
+	lastErr error     // the last write error not yet told
+	told    time.Time // when the last message was printed; zero if none
+}
+
+// truncater is what the writer needs of a regular file to cut a torn line
+// off again (an *os.File has it).
+type truncater interface {
+	Seek(offset int64, whence int) (int64, error)
+	Stat() (fs.FileInfo, error)
+	Truncate(size int64) error
+}
+
+func newLineWriter(w io.Writer, errOut io.Writer, now func() time.Time) *lineWriter {
+	return &lineWriter{w: w, errOut: errOut, now: now}
+}
+
+// Write writes p, one whole line, and always reports success: a report
+// that could not be written is counted and told about (see lineWriter),
+// not passed to zerolog, whose handler would print a line per report.
+func (lw *lineWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	line := p
+	if lw.torn {
+		lw.buf = append(append(lw.buf[:0], '\n'), p...)
+		line = lw.buf
+	}
+	n, err := lw.w.Write(line)
+	if err == nil && n < len(line) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		lw.torn = false
+		return len(p), nil
+	}
+	if n > 0 && !lw.cut(n) {
+		lw.torn = true
+	}
+	lw.lost++
+	lw.lastErr = err
+	if now := lw.now(); lw.told.IsZero() || now.Sub(lw.told) >= writeErrorInterval {
+		lw.tell(now)
+	}
+	return len(p), nil
+}
+
+// cut truncates the n bytes just written off the end of the target, if it
+// is a regular file whose end they still are; it reports whether it did.
+func (lw *lineWriter) cut(n int) bool {
+	f, ok := lw.w.(truncater)
+	if !ok {
+		return false
+	}
+	end, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || end < int64(n) {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() != end {
+		return false
+	}
+	return f.Truncate(end-int64(n)) == nil
+}
+
+// tell prints the last write error and the count of reports lost since the
+// last message.
+func (lw *lineWriter) tell(now time.Time) {
+	since := ""
+	if !lw.told.IsZero() {
+		since = " since the last message"
+	}
+	word := "reports"
+	if lw.lost == 1 {
+		word = "report"
+	}
+	fmt.Fprintf(lw.errOut, "matrix: cannot write reports: %v; %d %s lost%s (told at most once a minute)\n", lw.lastErr, lw.lost, word, since)
+	lw.lost, lw.lastErr, lw.told = 0, nil, now
+}
+
+// flush tells the reports lost since the last message, if any.
+func (lw *lineWriter) flush() {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.lost > 0 {
+		lw.tell(lw.now())
+	}
+}
+
+// reportCloser is the closer OpenReport returns: it tells the reports lost
+// since the last message, then closes the file (f is nil for a standard
+// stream, which stays open).
+type reportCloser struct {
+	lw *lineWriter
+	f  *os.File
+}
+
+func (c reportCloser) Close() error {
+	c.lw.flush()
+	if c.f == nil {
+		return nil
+	}
+	if err := c.f.Close(); err != nil {
+		return fmt.Errorf("tracer: close report file: %w", err)
+	}
+	return nil
+}
 
 // OpenReport opens a report target for the JSON listener: "stderr" or
-// "stdout" for the process' standard streams (the closer then does
-// nothing), anything else a file that issues are appended to. A new file is
-// created with mode 0600 (owner only: reports name the program's
-// functions); an existing file keeps its permissions. A symbolic link is
-// never followed (O_NOFOLLOW where the system has it), and a file owned by
-// another user is refused. Close the closer after the plugins have stopped.
+// "stdout" for the process' standard streams (the closer then leaves them
+// open), anything else a regular file that issues are appended to. A new
+// file is created with mode 0600 (owner only: reports name the program's
+// functions); an existing file keeps its permissions.
+//
+// Only a regular file, or a path where one can be created, is opened: a
+// symbolic link is never followed (O_NOFOLLOW where the system has it), a
+// named pipe, device, socket or directory is refused, and so is a file
+// owned by another user. The open never blocks (O_NONBLOCK: a named pipe
+// without a reader does not hold the program up). Each error says what the
+// path is, or which directory is missing.
+//
+// Reports are written as NewJSONListener writes them: whole lines or not
+// at all. Close the closer after the plugins have stopped; it prints the
+// count of reports lost since the last message about write errors.
 func OpenReport(target string) (Listener, io.Closer, error) {
+	var w io.Writer
 	switch target {
 	case "":
 		return nil, nil, errors.New("tracer: empty report target; want \"stderr\", \"stdout\" or a file path")
 	case "stderr":
-		return NewJSONListener(os.Stderr), nopCloser{}, nil
+		w = os.Stderr
 	case "stdout":
-		return NewJSONListener(os.Stdout), nopCloser{}, nil
+		w = os.Stdout
 	}
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_APPEND|os.O_WRONLY|oNoFollow, 0o600)
+	if w != nil {
+		lw := newLineWriter(w, os.Stderr, time.Now)
+		return newJSONListener(lw), reportCloser{lw: lw}, nil
+	}
+	f, err := openReportFile(target)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tracer: open report file (a symbolic link is not followed): %w", err)
+		return nil, nil, err
 	}
-	if err := checkReportOwner(f); err != nil {
+	lw := newLineWriter(f, os.Stderr, time.Now)
+	return newJSONListener(lw), reportCloser{lw: lw, f: f}, nil
+}
+
+// openReportFile opens path to append reports to, if it is a regular file
+// or can be created as one (see OpenReport).
+func openReportFile(path string) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if err := checkReportMode(path, fi.Mode()); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|oNoFollow|oNonblock, 0o600)
+	if err != nil {
+		return nil, openReportError(path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("tracer: open report file %s: %w", target, err)
+		return nil, fmt.Errorf("tracer: report file %s: %w", path, err)
 	}
-	return NewJSONListener(f), f, nil
+	if err := checkReportMode(path, fi.Mode()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := checkReportOwner(fi); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("tracer: report file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// checkReportMode refuses anything but a regular file, saying what it is.
+func checkReportMode(path string, mode fs.FileMode) error {
+	var what string
+	switch {
+	case mode.IsRegular():
+		return nil
+	case mode&fs.ModeSymlink != 0:
+		return fmt.Errorf("tracer: report file %s is a symbolic link, which is never followed: name the file it points to", path)
+	case mode.IsDir():
+		what = "a directory"
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	case mode&fs.ModeDevice != 0:
+		what = "a device"
+	default:
+		what = fmt.Sprintf("of mode %v", mode)
+	}
+	return fmt.Errorf("tracer: report file %s is %s: reports are written only to a regular file", path, what)
+}
+
+// openReportError says why a report file could not be opened: a missing
+// directory, a symbolic link, …; it wraps err.
+func openReportError(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		dir := filepath.Dir(path)
+		if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+			return fmt.Errorf("tracer: report file %s: directory %s does not exist: %w", path, dir, err)
+		}
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil {
+		if merr := checkReportMode(path, fi.Mode()); merr != nil {
+			return fmt.Errorf("%w: %w", merr, err)
+		}
+	}
+	if why := openErrorReason(err); why != "" {
+		return fmt.Errorf("tracer: report file %s: %s: %w", path, why, err)
+	}
+	return fmt.Errorf("tracer: open report file: %w", err)
 }

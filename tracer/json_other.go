@@ -2,10 +2,16 @@
 
 package tracer
 
-import "os"
+import "io/fs"
 
 // oNoFollow is 0 where the system has no O_NOFOLLOW.
 const oNoFollow = 0
 
+// oNonblock is 0 where the system has no O_NONBLOCK.
+const oNonblock = 0
+
 // checkReportOwner checks nothing where files have no unix owner.
-func checkReportOwner(*os.File) error { return nil }
+func checkReportOwner(fs.FileInfo) error { return nil }
+
+// openErrorReason adds nothing to the system's errors here.
+func openErrorReason(error) string { return "" }

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,3 +206,186 @@ func TestOpenReportRefusesOtherOwner(t *testing.T) {
 		t.Fatalf("OpenReport of a file owned by another user: %v", err)
 	}
 }
+
+// TestOpenReportFIFO: a named pipe as the report file is refused at once,
+// with or without a reader, instead of blocking the program in the open.
+func TestOpenReportFIFO(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no named pipes in the file system")
+	}
+	fifo := filepath.Join(t.TempDir(), "report.jsonl")
+	if err := mkfifo(fifo); err != nil {
+		t.Skip("cannot make a named pipe:", err)
+	}
+	open := func() error {
+		done := make(chan error, 1)
+		go func() {
+			_, c, err := OpenReport(fifo)
+			if err == nil {
+				c.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatal("OpenReport of a named pipe blocks")
+			return nil
+		}
+	}
+	err := open()
+	if err == nil || !strings.Contains(err.Error(), "is a named pipe (FIFO): reports are written only to a regular file") {
+		t.Errorf("named pipe without a reader: %v", err)
+	}
+	// With a reader the open would succeed: the file's kind is checked.
+	r, rerr := openFIFOReader(fifo)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	defer r.Close()
+	if err := open(); err == nil || !strings.Contains(err.Error(), "is a named pipe (FIFO)") {
+		t.Errorf("named pipe with a reader: %v", err)
+	}
+	if _, _, err := OpenReport(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("directory: %v", err)
+	}
+}
+
+// TestOpenReportMissingDirectory: the error names the missing directory,
+// and says nothing of symbolic links.
+func TestOpenReportMissingDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "no", "such")
+	_, _, err := OpenReport(filepath.Join(dir, "r.jsonl"))
+	if err == nil || !strings.Contains(err.Error(), "directory "+dir+" does not exist") || strings.Contains(err.Error(), "symbolic") {
+		t.Errorf("err %v, want it to say that directory %s does not exist", err, dir)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("error does not wrap the open error: %v", err)
+	}
+}
+
+// fullDisk is a report file on a disk with space bytes left: a write that
+// does not fit writes what fits and fails.
+type fullDisk struct {
+	data  []byte
+	space int
+}
+
+func (d *fullDisk) Write(p []byte) (int, error) {
+	n := min(len(p), d.space)
+	d.data = append(d.data, p[:n]...)
+	d.space -= n
+	if n < len(p) {
+		return n, &fs.PathError{Op: "write", Path: "/fake/r.jsonl", Err: errors.New("no space left on device")}
+	}
+	return n, nil
+}
+
+// fullFile is a fullDisk that can be truncated, as an *os.File can.
+type fullFile struct{ fullDisk }
+
+func (f *fullFile) Seek(offset int64, whence int) (int64, error) {
+	if offset != 0 || whence != io.SeekCurrent {
+		return 0, errors.New("unsupported seek")
+	}
+	return int64(len(f.data)), nil
+}
+
+func (f *fullFile) Stat() (fs.FileInfo, error) { return fileInfo{size: int64(len(f.data))}, nil }
+
+func (f *fullFile) Truncate(size int64) error {
+	f.space += len(f.data) - int(size)
+	f.data = f.data[:size]
+	return nil
+}
+
+type fileInfo struct{ size int64 }
+
+func (fi fileInfo) Name() string       { return "r.jsonl" }
+func (fi fileInfo) Size() int64        { return fi.size }
+func (fi fileInfo) Mode() fs.FileMode  { return 0o600 }
+func (fi fileInfo) ModTime() time.Time { return time.Time{} }
+func (fi fileInfo) IsDir() bool        { return false }
+func (fi fileInfo) Sys() any           { return nil }
+
+// wholeLines checks that data is lines of JSON objects, but for the torn
+// ones allowed, and returns the objects' "seq" fields.
+func wholeLines(t *testing.T, data []byte, torn int) []float64 {
+	t.Helper()
+	var seqs []float64
+	bad := 0
+	for _, l := range strings.Split(string(data), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			bad++
+			continue
+		}
+		seqs = append(seqs, m["seq"].(float64))
+	}
+	if bad != torn {
+		t.Errorf("%d lines are not JSON objects, want %d:\n%s", bad, torn, data)
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		t.Errorf("the file does not end with a whole line:\n%s", data)
+	}
+	return seqs
+}
+
+// TestJSONListenerFullDisk: on a full disk each report is written whole
+// or not at all, the program's stderr gets one message, not one per
+// report, and once space returns the next report is a line of its own.
+func TestJSONListenerFullDisk(t *testing.T) {
+	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = stderr
+	defer func() { os.Stderr = saved }()
+
+	for _, tc := range []struct {
+		name string
+		disk interface {
+			io.Writer
+			free(int)
+			bytes() []byte
+		}
+		torn int
+	}{
+		{"file", &fullFile{}, 0},   // the torn part is cut off again
+		{"stream", &fullDisk{}, 1}, // the torn part stays a line of its own
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr.Truncate(0)
+			stderr.Seek(0, io.SeekStart)
+			l := NewJSONListener(tc.disk)
+			report := func(seq int) {
+				l.OnReportIssue(Issue{Content: map[string]any{"seq": seq, "pad": strings.Repeat("x", 40)}})
+			}
+			tc.disk.free(150) // two reports and part of a third
+			for i := 1; i <= 10; i++ {
+				report(i)
+			}
+			tc.disk.free(1000) // space returns
+			report(11)
+			report(12)
+			seqs := wholeLines(t, tc.disk.bytes(), tc.torn)
+			if want := []float64{1, 2, 11, 12}; !slices.Equal(seqs, want) {
+				t.Errorf("reports %v in the file, want %v", seqs, want)
+			}
+			msgs, _ := os.ReadFile(stderr.Name())
+			if n := bytes.Count(msgs, []byte("\n")); n != 1 || !bytes.HasPrefix(msgs, []byte("matrix: cannot write reports: write /fake/r.jsonl: no space left on device; 1 report lost")) {
+				t.Errorf("stderr has %d lines, want 1 message:\n%s", n, msgs)
+			}
+		})
+	}
+}
+
+func (d *fullDisk) free(n int)    { d.space += n }
+func (d *fullDisk) bytes() []byte { return d.data }
+func (f *fullFile) free(n int)    { f.space += n }
+func (f *fullFile) bytes() []byte { return f.data }

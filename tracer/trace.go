@@ -150,7 +150,9 @@ const (
 // It also sets Dynamic to EnvDynamicConfig(getenv), so that the watchdog
 // reads MATRIX_ANR, MATRIX_LAG_MS and MATRIX_ANR_MS again on every tick.
 //
-// Every bad value is reported, each naming its variable.
+// Every bad value is reported, each naming its variable (the error joins
+// them, see errors.Join), and leaves only its own setting at its default:
+// the configuration returned is the one to run with, whatever the error.
 func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	cfg := DefaultTraceConfig()
 	p := &envParser{getenv: getenv}

@@ -14,10 +14,21 @@
 //
 // Without MATRIX_REPORT it does nothing.
 //
-// Problems (a bad variable, an unwritable report file) are printed to
-// stderr once, prefixed "matrix:"; they never stop the program. The OTLP
-// sink prints its first export error when it happens and, at exit, the
-// number of issues it could not export.
+// Problems are printed to stderr, one line each, prefixed "matrix:"; they
+// never stop the program, and each turns off only what it concerns:
+//
+//   - a bad MATRIX_* value (MATRIX_EVIL_THRESHOLD_MS=abc) is ignored, with a
+//     warning naming the variable: that setting keeps its default, and
+//     everything else runs;
+//   - a sink that cannot be opened (a report path in a missing directory,
+//     a named pipe, a file of another user, a bad OTLP variable) is left
+//     out, with a message saying why; the other sinks get the reports, and
+//     when no sink is left the program runs untraced;
+//   - reports that a file cannot take (a full disk) are lost and counted,
+//     told at most once a minute (see tracer.NewJSONListener).
+//
+// The OTLP sink prints its first export error when it happens and, at exit,
+// the number of issues it could not export.
 //
 // In a setuid, setgid or file-capability binary (tracer.SecureMode),
 // MATRIX_REPORT is ignored, as glibc ignores its own variables there: the
@@ -25,6 +36,7 @@
 package auto
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,59 +118,111 @@ func Sinks(target string) ([]string, error) {
 	return sinks, nil
 }
 
-func start(target string, getenv func(string) string) (*tracer.Matrix, *otlp.Exporter, []io.Closer, error) {
+// sinkSet is what setup opened: the listeners of the sinks, the closers of
+// the report files and streams, and the OTLP exporter if one is listed.
+type sinkSet struct {
+	listeners []tracer.Listener
+	closers   []io.Closer
+	exp       *otlp.Exporter
+}
+
+// close closes what the set opened, without waiting for the OTLP sink.
+func (s *sinkSet) close() {
+	for _, c := range s.closers {
+		_ = c.Close()
+	}
+	if s.exp != nil {
+		s.exp.Close(0)
+	}
+}
+
+// setup reads the trace configuration and opens the sinks of target. A bad
+// variable is a warning on warn (its setting keeps its default), and so is
+// a sink that cannot be opened, which is left out; the error is for a
+// malformed MATRIX_REPORT, or no sink opened.
+func setup(target string, getenv func(string) string, warn io.Writer) (tracer.TraceConfig, *sinkSet, error) {
 	sinks, err := Sinks(target)
 	if err != nil {
-		return nil, nil, nil, err
+		return tracer.TraceConfig{}, nil, err
 	}
 	cfg, err := tracer.ConfigFromEnv(getenv)
+	for _, e := range unjoin(err) {
+		fmt.Fprintf(warn, "matrix: %v; the setting keeps its default\n", e)
+	}
+	set := &sinkSet{}
+	var failed []error
+	for _, sink := range sinks {
+		if err := set.open(sink, getenv); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(set.listeners) == 0 {
+		return cfg, nil, errors.Join(failed...)
+	}
+	for _, err := range failed {
+		fmt.Fprintf(warn, "matrix: %v; reports go to the other sinks of %s\n", err, EnvReport)
+	}
+	return cfg, set, nil
+}
+
+// open opens one sink of MATRIX_REPORT and adds its listener.
+func (s *sinkSet) open(sink string, getenv func(string) string) error {
+	if sink == SinkOTLP {
+		ocfg, err := otlp.ConfigFromEnv(getenv)
+		if err != nil {
+			return fmt.Errorf("sink otlp: %w", err)
+		}
+		exp, err := otlp.NewExporter(ocfg)
+		if err != nil {
+			return fmt.Errorf("sink otlp: %w", err)
+		}
+		exp.OnFirstError = func(err error) {
+			fmt.Fprintf(os.Stderr, "matrix: otlp: issues are not exported (dropped and counted): %v\n", err)
+		}
+		s.exp = exp
+		s.listeners = append(s.listeners, exp)
+		return nil
+	}
+	l, c, err := tracer.OpenReport(sink)
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, c)
+	s.listeners = append(s.listeners, l)
+	return nil
+}
+
+// unjoin returns the errors joined in err (errors.Join), or err alone.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// start starts the trace plugin with the sinks of target (see setup; its
+// warnings go to stderr).
+func start(target string, getenv func(string) string) (*tracer.Matrix, *otlp.Exporter, []io.Closer, error) {
+	cfg, set, err := setup(target, getenv, os.Stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	b := tracer.NewBuilder().Plugin(tracer.NewTracePlugin(cfg))
-	var (
-		exp     *otlp.Exporter
-		closers []io.Closer
-	)
-	fail := func(err error) (*tracer.Matrix, *otlp.Exporter, []io.Closer, error) {
-		for _, c := range closers {
-			_ = c.Close()
-		}
-		if exp != nil {
-			exp.Close(0)
-		}
-		return nil, nil, nil, err
-	}
-	for _, sink := range sinks {
-		if sink == SinkOTLP {
-			ocfg, err := otlp.ConfigFromEnv(getenv)
-			if err != nil {
-				return fail(err)
-			}
-			if exp, err = otlp.NewExporter(ocfg); err != nil {
-				return fail(err)
-			}
-			exp.OnFirstError = func(err error) {
-				fmt.Fprintf(os.Stderr, "matrix: otlp: issues are not exported (dropped and counted): %v\n", err)
-			}
-			b.Listener(exp)
-			continue
-		}
-		l, c, err := tracer.OpenReport(sink)
-		if err != nil {
-			return fail(err)
-		}
-		closers = append(closers, c)
+	for _, l := range set.listeners {
 		b.Listener(l)
 	}
 	m, err := b.Build()
+	if err == nil {
+		err = m.StartAllPlugins()
+	}
 	if err != nil {
-		return fail(err)
+		set.close()
+		return nil, nil, nil, err
 	}
-	if err := m.StartAllPlugins(); err != nil {
-		return fail(err)
-	}
-	return m, exp, closers, nil
+	return m, set.exp, set.closers, nil
 }
 
 // reportDrops prints how many issues the OTLP sink lost, if any.
