@@ -38,6 +38,7 @@ type Dispatch struct {
 	scene    atomic.Pointer[string]
 	traceCtx atomic.Pointer[string] // the request's W3C traceparent, as received
 	goid     uint64
+	id       uint64 // the dispatch's number in the process (ID)
 	start    time.Time
 	end      time.Time
 	beginMs  uint64
@@ -92,7 +93,7 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 		notRec.Add(1)
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.scratch[0]), 0
 	}
-	dispatchN.Add(1)
+	d.id = dispatchN.Add(1)
 	d.start = time.Now()
 	rtSetNow(max(nowMs(), rtGetNow()))
 	d.beginMs = rtGetNow()
@@ -355,6 +356,18 @@ func (d *Dispatch) Kind() Kind { return d.kind }
 
 // Goid returns the id of the dispatching goroutine.
 func (d *Dispatch) Goid() uint64 { return d.goid }
+
+// ID returns the dispatch's number in the process: the n-th dispatch begun
+// since the program started (whether recorded or not, across Stop and
+// Start of the recorder) is n, so no two dispatches of a process share
+// one. The reports of one dispatch (its LAG, ANR and final report) carry
+// it as "dispatchId". A nil dispatch has 0.
+func (d *Dispatch) ID() uint64 {
+	if d == nil {
+		return 0
+	}
+	return d.id
+}
 
 // Start returns when the dispatch began.
 func (d *Dispatch) Start() time.Time { return d.start }

@@ -36,6 +36,18 @@ var mapNames = []struct {
 	{"glob..func1", []string{"glob..func1"}},
 	{"glob..func2", []string{"glob..func2"}},
 	{"glob..func12.3", []string{"glob..func12.3"}},
+	// Methods with type parameters of their own (Go 1.27 on).
+	{"(*Set).Map[...]", []string{"(*Set).Map[...]", "(*Set).Map[U]"}},
+	{"Set.Pair[...]", []string{"Set.Pair[...]", "Set.Pair[K,V]", "(Set).Pair[K,V]"}},
+	{"Set.Pair[...].func1", []string{"Set.Pair[...].func1", "(Set).Pair[K,V].func1"}},
+	{"(*Box[...]).Conv[...]", []string{"(*Box[...]).Conv[...]", "(*Box[T]).Conv[U]"}},
+	// Function literals in the body of a range over a function (Go 1.27
+	// on).
+	{"Run-range1.1", []string{"Run-range1.1"}},
+	{"Run-range1-range2.1", []string{"Run-range1-range2.1"}},
+	{"Run.func3-range1.2", []string{"Run.func3-range1.2"}},
+	{"Map[...]-range1.1", []string{"Map[...]-range1.1", "Map[T]-range1.1"}},
+	{"(*T).M-range1.1.1", []string{"(*T).M-range1.1.1"}},
 }
 
 // TestEveryMapNameCanBeKept: for every kind of name in the map, each rule

@@ -191,24 +191,43 @@ func checkFuncName(fn string) string {
 		}
 		var name string
 		name, rest = splitName(method)
-		if !isIdent(name) {
+		// A method may have type parameters of its own (Go 1.27 on).
+		if !isIdent(strings.TrimSuffix(trimRanges(name), "[...]")) {
 			return fmt.Sprintf("bad method name %q", name)
 		}
 	} else {
 		var name string
 		name, rest = splitName(fn)
-		if !isIdent(strings.TrimSuffix(name, "[...]")) {
+		if !isIdent(strings.TrimSuffix(trimRanges(name), "[...]")) {
 			return fmt.Sprintf("bad function name %q", name)
 		}
 	}
-	// Closure suffixes.
-	segs := strings.Split(rest, ".")
-	for _, s := range segs[1:] {
+	// Closure suffixes; or, first, the method of a value receiver written
+	// without parentheses (T.M, T.M[...]).
+	for i := 0; rest != ""; i++ {
+		var s string
+		s, rest = splitName(rest[1:])
+		if s = trimRanges(s); i == 0 {
+			s = strings.TrimSuffix(s, "[...]")
+		}
 		if !isIdent(s) && !isDigits(s) {
 			return fmt.Sprintf("bad closure suffix %q in %q; want e.g. F.func1", s, fn)
 		}
 	}
 	return ""
+}
+
+// trimRanges strips the "-range1"-like suffixes that name the body of a
+// range over a function, which the compiler makes a function literal of:
+// F-range1, F.func2-range1-range2.
+func trimRanges(s string) string {
+	for {
+		i := strings.LastIndex(s, "-range")
+		if i <= 0 || !isDigits(s[i+len("-range"):]) {
+			return s
+		}
+		s = s[:i]
+	}
 }
 
 // globPrefix starts the names the compiler gives function literals that are

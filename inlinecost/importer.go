@@ -2,8 +2,10 @@ package inlinecost
 
 import (
 	"fmt"
+	"go/importer"
 	"go/token"
 	"go/types"
+	"io"
 	"os"
 
 	"github.com/matrixgo/matrix/internal/importcfg"
@@ -20,6 +22,9 @@ type Importer struct {
 	imports map[string]*types.Package
 	pkgs    map[string]*Package
 	errs    map[string]error
+	// std is the standard library's importer, for export data that
+	// gcexportdata does not know (see read); made when first needed.
+	std types.Importer
 }
 
 // NewImporter returns an importer for the contents of an importcfg file.
@@ -91,7 +96,41 @@ func (im *Importer) read(path string) (*Package, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %q: %s: %w", path, file, err)
 	}
-	return Read(r, im.fset, im.imports, path)
+	p, err := Read(r, im.fset, im.imports, path)
+	if err == nil {
+		return p, nil
+	}
+	// A Go release newer than gcexportdata writes export data in a
+	// format it does not know yet (Go 1.27's, say). The importer of the
+	// standard library reads the format of the Go release this binary
+	// was built with: the package's types then come from it, without
+	// the compiler's decisions (Package.Func knows none).
+	tp, stdErr := im.stdImport(path)
+	if stdErr != nil {
+		return nil, err
+	}
+	return &Package{Types: tp, path: path}, nil
+}
+
+// stdImport imports path with the standard library's importer, over the
+// files of the importcfg. That importer panics on a format it does not
+// know: the panic is returned as an error.
+func (im *Importer) stdImport(path string) (tp *types.Package, err error) {
+	if im.std == nil {
+		im.std = importer.ForCompiler(im.fset, "gc", func(path string) (io.ReadCloser, error) {
+			file, ok := im.cfg.File(path)
+			if !ok {
+				return nil, fmt.Errorf("import %q: not in the importcfg", path)
+			}
+			return os.Open(file)
+		})
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			tp, err = nil, fmt.Errorf("import %q: %v", path, r)
+		}
+	}()
+	return im.std.Import(path)
 }
 
 // Func returns the compiler's decision about fn, a function or method of

@@ -26,7 +26,78 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"otlprecv":      cmdOTLPRecv,
 		"otlpspans":     cmdOTLPSpans,
 		"samecompiles":  cmdSameCompiles,
+		"mapnames":      cmdMapNames,
 	}
+}
+
+// mapnames FILE [MAINPATH]
+//
+// Checks that every function a program names in FILE, on lines "fn NAME
+// [LINE]" with NAME as runtime.FuncForPC reports it ("<import path>.<func>",
+// or "main.<func>", read as MAINPATH.<func>), has an id in the mapping file
+// (see mapPath), at line LINE if given: the map names functions as the
+// binary does.
+func cmdMapNames(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: mapnames FILE [MAINPATH]")
+	}
+	entries, _, err := idalloc.Load(mapPath(ts))
+	ts.Check(err)
+	pos := map[string]string{}
+	for _, e := range entries {
+		pos[e.Pkg+"."+e.Func] = e.Pos
+	}
+	var missing []string
+	n := 0
+	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || len(f) > 3 || f[0] != "fn" {
+			continue
+		}
+		name := f[1]
+		if rest, ok := strings.CutPrefix(name, "main."); ok && len(args) == 2 {
+			name = args[1] + "." + rest
+		}
+		n++
+		p, ok := pos[name]
+		switch {
+		case !ok:
+			missing = append(missing, name)
+		case len(f) == 3 && !strings.HasSuffix(p, ":"+f[2]):
+			missing = append(missing, name+" at line "+f[2])
+		}
+	}
+	if n == 0 {
+		ts.Fatalf("%s names no function", args[0])
+	}
+	if len(missing) > 0 {
+		var known []string
+		for name, p := range pos {
+			for _, m := range missing {
+				if pkgOf(name) == pkgOf(m) {
+					known = append(known, name+" "+p)
+					break
+				}
+			}
+		}
+		sort.Strings(known)
+		ts.Fatalf("not in the map, as the binary names them: %q\nthe map's functions of their packages: %q", missing, known)
+	}
+	ts.Logf("%d names, all in the map", n)
+}
+
+// pkgOf returns the import path part of a qualified function name: up to
+// the first dot after its last slash, outside brackets.
+func pkgOf(name string) string {
+	end := strings.IndexAny(name, "([")
+	if end < 0 {
+		end = len(name)
+	}
+	start := strings.LastIndexByte(name[:end], '/') + 1
+	if dot := strings.IndexByte(name[start:end], '.'); dot >= 0 {
+		return name[:start+dot]
+	}
+	return name
 }
 
 // samecompiles PLAIN INSTRUMENTED

@@ -7,6 +7,7 @@ package integration
 
 import (
 	"fmt"
+	"go/version"
 	"io"
 	"os"
 	"os/exec"
@@ -110,8 +111,24 @@ func params(t *testing.T, dir string) testscript.Params {
 			return nil
 		},
 		Cmds:                scriptCommands(),
-		Condition:           scriptCondition,
+		Condition:           releaseCondition(goEnv(t, "GOVERSION")),
 		RequireExplicitExec: true,
+	}
+}
+
+// releaseCondition returns the scripts' conditions for scripts that build
+// with the Go release goversion (go1.26.8): "release:go1.N" holds for
+// go1.N and later ([go1.N], built into testscript, is about the Go the
+// tests were built with); the others are scriptCondition's.
+func releaseCondition(goversion string) func(string) (bool, error) {
+	return func(cond string) (bool, error) {
+		if v, ok := strings.CutPrefix(cond, "release:"); ok {
+			if !version.IsValid(v) {
+				return false, fmt.Errorf("condition %q: %q is not a Go version", cond, v)
+			}
+			return version.Compare(goversion, v) >= 0, nil
+		}
+		return scriptCondition(cond)
 	}
 }
 
@@ -169,19 +186,20 @@ func TestScripts(t *testing.T) {
 // own, so they would take most of a -short run's time. (The [race] parts
 // of scripts are left out too: see scriptCondition.)
 var fullOnly = map[string]string{
-	"buildmodes":  "compiles the standard library once per build mode (race, PIE, cover, -N -l, other systems)",
-	"fw_chi":      framework,
-	"fw_echo":     framework,
-	"fw_gin":      framework,
-	"fw_mux":      framework,
-	"cache":       ownMap,
-	"mapfs":       ownMap,
-	"mappaths":    ownMap,
-	"modules":     ownMap,
-	"pgo":         runProfile,
-	"plugins":     "compiles the standard library for -buildmode=plugin",
-	"pgozerocode": runProfile,
-	"revertedmap": ownMap,
+	"buildmodes":     "compiles the standard library once per build mode (race, PIE, cover, -N -l, other systems)",
+	"fw_chi":         framework,
+	"fw_echo":        framework,
+	"fw_gin":         framework,
+	"fw_mux":         framework,
+	"cache":          ownMap,
+	"linedirectives": "compiles the standard library with -trimpath",
+	"mapfs":          ownMap,
+	"mappaths":       ownMap,
+	"modules":        ownMap,
+	"pgo":            runProfile,
+	"plugins":        "compiles the standard library for -buildmode=plugin",
+	"pgozerocode":    runProfile,
+	"revertedmap":    ownMap,
 }
 
 const (
@@ -190,8 +208,18 @@ const (
 	framework  = "downloads a web framework's module graph and compiles it plain and instrumented"
 )
 
+// releaseScripts are scripts about what changed in a Go release, with that
+// release: TestScripts runs them with the installed Go, and TestGoVersions
+// with the other releases from that one on, so that both sides of the
+// change are checked.
+var releaseScripts = []struct{ name, since string }{
+	{"linedirectives", "go1.27"}, // relative //line names resolved against the directive's file
+	{"http2", "go1.27"},          // HTTP/2 moved into net/http/internal/http2
+}
+
 // TestGoVersions runs the semantics and entry point scripts with each
-// supported Go release other than the installed one.
+// supported Go release other than the installed one, and the scripts of
+// releaseScripts with the releases they concern.
 func TestGoVersions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("downloads Go toolchains; skipped in -short mode")
@@ -201,19 +229,37 @@ func TestGoVersions(t *testing.T) {
 			p := params(t, "testdata/script")
 			p.Dir = ""
 			p.Files = []string{"testdata/script/semantics.txtar", "testdata/script/entrypoints.txtar"}
+			for _, s := range releaseScripts {
+				if version.Compare(v, s.since) >= 0 {
+					p.Files = append(p.Files, "testdata/script/"+s.name+".txtar")
+				}
+			}
+			p.Condition = releaseCondition(v)
 			setup := p.Setup
 			p.Setup = func(e *testscript.Env) error {
 				if err := setup(e); err != nil {
 					return err
 				}
-				e.Setenv("GOTOOLCHAIN", v)
-				// Switching toolchains verifies the toolchain module
-				// against the checksum database.
-				e.Setenv("GOSUMDB", goEnv(t, "GOSUMDB"))
-				e.Setenv("MATRIX_MAP", filepath.Join(filepath.Dir(sharedMap), v, "methodMapping.txt"))
+				setRelease(t, e, v)
 				return nil
 			}
 			testscript.Run(t, p)
 		})
 	}
+}
+
+// setRelease makes a script build with Go release v, and with a map of
+// that release's own (kept across runs, as sharedMap is).
+func setRelease(t *testing.T, e *testscript.Env, v string) {
+	e.Setenv("GOTOOLCHAIN", v)
+	// Switching toolchains verifies the toolchain module against the
+	// checksum database.
+	e.Setenv("GOSUMDB", goEnv(t, "GOSUMDB"))
+	e.Setenv("MATRIX_MAP", releaseMap(v))
+}
+
+// releaseMap is the map of the builds with Go release v and the matrixexec
+// of binDir.
+func releaseMap(v string) string {
+	return filepath.Join(filepath.Dir(sharedMap), v, "methodMapping.txt")
 }

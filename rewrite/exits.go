@@ -413,6 +413,13 @@ func (p *Plan) copyEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncTy
 			out = append(out, e)
 		}
 	}
+	// The recording copy's line directives name their files as the
+	// original body's do (see absoluteLineNames).
+	for _, e := range f.lineFixes {
+		if e.offset >= lbrace && e.end <= rbrace {
+			inner = append(inner, e)
+		}
+	}
 	ast.Inspect(body, func(n ast.Node) bool {
 		var label *ast.Ident
 		switch n := n.(type) {

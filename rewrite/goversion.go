@@ -18,24 +18,51 @@ const (
 	MaxGoMinor = 27
 )
 
+// Go releases from which the compiler does something the rewrite follows
+// (see Options.GoRelease).
+const (
+	// rangeBodyNamesRelease: a function literal in the body of a range
+	// over a function is named after that body (F-range1.1), not after
+	// the function around the loop (F.func2); see namer.
+	rangeBodyNamesRelease = 27
+	// lineDirRelease: a relative file name in a line directive is
+	// resolved against the directory of the file the directive is in,
+	// not kept relative; see absoluteLineNames.
+	lineDirRelease = 27
+)
+
 var goversionRE = regexp.MustCompile(`(?m)^const Version = (\d+)$`)
+
+// GoRelease returns the minor version of the Go release at goroot (27 for
+// Go 1.27), as its internal/goversion package declares it.
+func GoRelease(goroot string) (int, error) {
+	path := filepath.Join(goroot, "src", "internal", "goversion", "goversion.go")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("cannot tell the Go release: %w", err)
+	}
+	m := goversionRE.FindSubmatch(src)
+	if m == nil {
+		return 0, fmt.Errorf("cannot tell the Go release from %s", path)
+	}
+	minor, err := strconv.Atoi(string(m[1]))
+	if err != nil {
+		return 0, fmt.Errorf("cannot tell the Go release from %s: %w", path, err)
+	}
+	return minor, nil
+}
 
 // CheckGoRelease fails with a message naming the toolchain's version when
 // the Go release at goroot is one whose runtime the patch does not know.
 func CheckGoRelease(goroot string) error {
-	src, err := os.ReadFile(filepath.Join(goroot, "src", "internal", "goversion", "goversion.go"))
+	minor, err := GoRelease(goroot)
 	if err != nil {
-		return fmt.Errorf("patch runtime: cannot tell the Go release: %w", err)
+		return fmt.Errorf("patch runtime: %w", err)
 	}
-	m := goversionRE.FindSubmatch(src)
-	if m == nil {
-		return fmt.Errorf("patch runtime: cannot tell the Go release from %s", filepath.Join(goroot, "src", "internal", "goversion", "goversion.go"))
-	}
-	minor, _ := strconv.Atoi(string(m[1]))
 	if minor >= MinGoMinor && minor <= MaxGoMinor {
 		return nil
 	}
-	name := "Go 1." + string(m[1])
+	name := "Go 1." + strconv.Itoa(minor)
 	if v, err := os.ReadFile(filepath.Join(goroot, "VERSION")); err == nil {
 		if line, _, _ := bytes.Cut(v, []byte("\n")); len(bytes.TrimSpace(line)) > 0 {
 			name = string(bytes.TrimSpace(line)) + " (" + name + ")"

@@ -100,6 +100,13 @@ type Options struct {
 	// while the recorder is off (see copyEdits): the functions whose hooks
 	// are a noticeable part of a call. Zero or negative: none.
 	CopyBudget int
+	// GoRelease is the minor version of the Go release whose compiler
+	// compiles the package (27 for Go 1.27; see GoRelease): releases
+	// differ in how they name function literals in the body of a range
+	// over a function, and in how they resolve relative file names in
+	// line directives, and the rewrite follows the compiler. Zero stands
+	// for a release before Go 1.27.
+	GoRelease int
 }
 
 // TypesConfig is what type checking a package needs from its compile.
@@ -220,9 +227,13 @@ func (p *Plan) Mode(name string) string {
 type srcFile struct {
 	editBuffer // path, src and the file's edits
 	// lineNames maps the file names of the file's line directives, as
-	// go/scanner reports them (made absolute), back to their text: the
-	// compiler keeps relative names relative.
+	// go/scanner reports them (made absolute), back to their text: before
+	// Go 1.27 the compiler keeps relative names relative.
 	lineNames map[string]string
+	// lineFixes, from Go 1.27 on, are the edits that make the relative
+	// file names of the file's line directives absolute (see
+	// absoluteLineNames); made only if the file is rewritten anyway.
+	lineFixes []edit
 	ast       *ast.File
 	cgo       bool
 	// helpers maps the parameter types of an enter helper declared in the
@@ -282,7 +293,16 @@ func NewPlan(paths []string, opts Options) (*Plan, error) {
 		if p.PkgName == "" {
 			p.PkgName = f.Name.Name
 		}
-		p.files = append(p.files, &srcFile{editBuffer: editBuffer{path: path, src: src}, ast: f, cgo: isCgoOutput(path, src), lineNames: lineDirectiveNames(f, path)})
+		sf := &srcFile{editBuffer: editBuffer{path: path, src: src}, ast: f, cgo: isCgoOutput(path, src)}
+		if opts.GoRelease >= lineDirRelease {
+			// The block line directives the rewrite adds name files
+			// as go/scanner does, absolute, as the compiler then
+			// resolves them too.
+			sf.lineFixes = absoluteLineNames(p.fset, f, path)
+		} else {
+			sf.lineNames = lineDirectiveNames(f, path)
+		}
+		p.files = append(p.files, sf)
 	}
 	<-loaded
 	p.analyse(imp)
@@ -318,8 +338,9 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 	}
 	est := newEstimator(pkgInfo)
 
-	namer := newNamer()
+	namer := newNamer(p.opts.GoRelease)
 	for _, f := range p.files {
+		namer.scan(f.ast, pkgInfo.rangesOverFunc)
 		linknamed := linknamedNames(f.ast)
 		// skipOuter records function nodes whose closures must be left
 		// alone too (a pragma such as //go:norace or //go:nosplit on the
@@ -343,7 +364,7 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 					pragma = "go:linkname"
 				}
 			case *ast.FuncLit:
-				name = namer.lit(n, stack)
+				name = namer.lit(n)
 				kind = KindClosure
 				body, ftype, pos = n.Body, n.Type, n.Type.Func
 				for _, outer := range stack[:len(stack)-1] {
@@ -429,6 +450,11 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 		})
 		if f.helperDecls.Len() > 0 {
 			f.insert(len(f.src), "\n"+f.helperDecls.String())
+		}
+		if f.changed() {
+			for _, e := range f.lineFixes {
+				f.add(e)
+			}
 		}
 	}
 }
@@ -529,25 +555,8 @@ func lineDirectiveNames(f *ast.File, path string) map[string]string {
 	var names map[string]string
 	for _, cg := range f.Comments {
 		for _, c := range cg.List {
-			var text string
-			switch {
-			case strings.HasPrefix(c.Text, "//line "):
-				text = c.Text[len("//line "):]
-			case strings.HasPrefix(c.Text, "/*line "):
-				text = strings.TrimSuffix(c.Text[len("/*line "):], "*/")
-			default:
-				continue
-			}
-			// filename:line or filename:line:col; the name may contain colons.
-			name := text
-			for range 2 {
-				if i := strings.LastIndexByte(name, ':'); i >= 0 {
-					if _, err := strconv.Atoi(name[i+1:]); err == nil {
-						name = name[:i]
-					}
-				}
-			}
-			if name == "" || name == text {
+			name, _, ok := directiveName(c.Text)
+			if !ok {
 				continue
 			}
 			abs := filepath.Clean(name)
@@ -561,6 +570,58 @@ func lineDirectiveNames(f *ast.File, path string) map[string]string {
 		}
 	}
 	return names
+}
+
+// absoluteLineNames returns the edits that replace the relative file names
+// of a file's line directives with the names the compiler resolves them to
+// from Go 1.27 on: relative to the directory of the file the directive is
+// in, here path. A rewritten file is compiled from another directory,
+// against which its directives would resolve otherwise.
+func absoluteLineNames(fset *token.FileSet, f *ast.File, path string) []edit {
+	dir := filepath.Dir(path)
+	if dir == "." {
+		return nil // the compiler keeps them relative
+	}
+	var edits []edit
+	for _, cg := range f.Comments {
+		for _, c := range cg.List {
+			name, at, ok := directiveName(c.Text)
+			if !ok || filepath.IsAbs(name) {
+				continue
+			}
+			off := fset.Position(c.Slash).Offset + at
+			edits = append(edits, edit{offset: off, end: off + len(name), fn: -1, text: filepath.Join(dir, filepath.Clean(name))})
+		}
+	}
+	return edits
+}
+
+// directiveName returns the file name of a line directive (the text of a
+// "//line" or "/*line" comment: filename:line or filename:line:col, where
+// the name may contain colons) and its byte offset in the text; ok is
+// false for other comments and for directives without a name.
+func directiveName(text string) (name string, at int, ok bool) {
+	var rest string
+	switch {
+	case strings.HasPrefix(text, "//line "):
+		rest = text[len("//line "):]
+	case strings.HasPrefix(text, "/*line "):
+		rest = strings.TrimSuffix(text[len("/*line "):], "*/")
+	default:
+		return "", 0, false
+	}
+	name = rest
+	for range 2 {
+		if i := strings.LastIndexByte(name, ':'); i >= 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+	}
+	if name == "" || name == rest {
+		return "", 0, false
+	}
+	return name, len("//line "), true
 }
 
 func trimPath(name, rules string) string {

@@ -81,8 +81,16 @@ func tokens(t testing.TB, name string, src []byte) []tok {
 // for, at its own position, anywhere after the tokens that precede it.
 func checkPositions(t testing.TB, path string, orig, rewritten []byte) {
 	t.Helper()
+	checkPositionsAt(t, path, filepath.Join(filepath.Dir(path), "rewritten.go"), orig, rewritten)
+}
+
+// checkPositionsAt is checkPositions with the rewritten file read as at
+// rewrittenPath: its relative line directives resolve against that
+// directory.
+func checkPositionsAt(t testing.TB, path, rewrittenPath string, orig, rewritten []byte) {
+	t.Helper()
 	want := tokens(t, path, orig)
-	got := tokens(t, filepath.Join(filepath.Dir(path), "rewritten.go"), rewritten)
+	got := tokens(t, rewrittenPath, rewritten)
 	j := 0
 	for _, w := range want {
 		if w.tok == token.RETURN {

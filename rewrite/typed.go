@@ -223,11 +223,18 @@ func (ti *typedInfo) mayBeFunc(x ast.Expr) bool {
 }
 
 // typeOf returns the type of x where the recorded uses, definitions and
-// selections tell it, or nil.
+// selections tell it, or nil; nil for every expression of a package with
+// type errors.
 func (ti *typedInfo) typeOf(x ast.Expr) types.Type {
 	if ti.errs > 0 {
 		return nil
 	}
+	return ti.exprType(x)
+}
+
+// exprType returns the type of x where the recorded uses, definitions and
+// selections tell it, or nil, whether the package has type errors or not.
+func (ti *typedInfo) exprType(x ast.Expr) types.Type {
 	switch x := ast.Unparen(x).(type) {
 	case *ast.Ident:
 		if o := ti.info.Uses[x]; o != nil {
@@ -249,7 +256,7 @@ func (ti *typedInfo) typeOf(x ast.Expr) types.Type {
 				return tn.Type() // a conversion
 			}
 		}
-		if sig, ok := typeUnder(ti.typeOf(x.Fun)).(*types.Signature); ok && sig.Results().Len() == 1 {
+		if sig, ok := typeUnder(ti.exprType(x.Fun)).(*types.Signature); ok && sig.Results().Len() == 1 {
 			return sig.Results().At(0).Type()
 		}
 	}
@@ -271,4 +278,57 @@ func typeUnder(t types.Type) types.Type {
 		return nil
 	}
 	return t.Underlying()
+}
+
+// rangesOverFunc reports whether the range statement rs ranges over a
+// function (an iterator), whose loop body the compiler turns into a
+// function literal: a function literal, or an expression whose type the
+// recorded uses, selections and calls tell is a function type, or a type
+// parameter constrained to function types. Without types, only a function
+// literal is known to be one.
+func (pi *packageInfo) rangesOverFunc(rs *ast.RangeStmt) bool {
+	if _, ok := ast.Unparen(rs.X).(*ast.FuncLit); ok {
+		return true
+	}
+	if pi.typed == nil {
+		return false
+	}
+	return isFuncType(pi.typed.exprType(rs.X))
+}
+
+// isFuncType reports whether t is a function type, or a type parameter
+// whose constraint only allows function types.
+func isFuncType(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	tp, ok := t.(*types.TypeParam)
+	if !ok {
+		_, ok := t.Underlying().(*types.Signature)
+		return ok
+	}
+	iface, ok := tp.Constraint().Underlying().(*types.Interface)
+	if !ok {
+		return false
+	}
+	for i := range iface.NumEmbeddeds() {
+		e := iface.EmbeddedType(i)
+		u, ok := e.(*types.Union)
+		if !ok {
+			if _, ok := e.Underlying().(*types.Signature); ok {
+				return true
+			}
+			continue
+		}
+		funcs := u.Len() > 0
+		for j := range u.Len() {
+			if _, ok := u.Term(j).Type().Underlying().(*types.Signature); !ok {
+				funcs = false
+			}
+		}
+		if funcs {
+			return true
+		}
+	}
+	return false
 }

@@ -115,6 +115,8 @@ type ANRStats struct {
 //	name, kind   the name it was begun with; custom, http, test, benchmark, frame
 //	threadId     the dispatching goroutine's id (Matrix's field name)
 //	goroutine    the same id
+//	dispatchId   the dispatch's number in the process (beat.Dispatch.ID), which
+//	             its ANR report and its final slow-call report carry too
 //	threadStack  the dispatching goroutine's stack as a panic prints it,
 //	             without argument values, code offsets or addresses:
 //	             ("goroutine 42 [chan receive, 1 minutes]:\nmain.f(...)\n\t/src/main.go:12\n…")
@@ -335,6 +337,7 @@ type stuck struct {
 	traceCtx    string // the request's traceparent, unvalidated
 	kind        beat.Kind
 	goid        uint64
+	id          uint64 // beat.Dispatch.ID
 	start       time.Time
 	age         time.Duration
 	recorded    bool
@@ -398,7 +401,7 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 		if s.anr && frozen {
 			s.anr, s.droppedANR = false, true
 		}
-		s.name, s.scene, s.kind, s.goid, s.start, s.age = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.Start(), age
+		s.name, s.scene, s.kind, s.goid, s.id, s.start, s.age = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID(), d.Start(), age
 		s.traceCtx = d.TraceParent()
 		if s.anr {
 			s.recorded = d.Recorded()
@@ -463,7 +466,7 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 				Detail:   detail,
 				Cost:     s.age.Milliseconds(),
 				Scene:    scene,
-				Dispatch: &DispatchFields{Name: s.name, Kind: s.kind.String(), ThreadID: s.goid, Goroutine: s.goid},
+				Dispatch: &DispatchFields{Name: s.name, Kind: s.kind.String(), ThreadID: s.goid, Goroutine: s.goid, ID: s.id},
 				Watchdog: &WatchdogFields{
 					ThreadStack: block,
 					Serving:     served > 0,

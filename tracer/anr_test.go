@@ -508,6 +508,11 @@ func TestLagAndANRReported(t *testing.T) {
 
 	is := issues[DetailANR][0]
 	c := is.Content
+	// The LAG and the ANR of one dispatch carry its number; another
+	// dispatch has another.
+	if id, ok := c["dispatchId"].(uint64); !ok || id == 0 || lags["stuck-job"].Content["dispatchId"] != id || lags["lag-job"].Content["dispatchId"] == id {
+		t.Errorf("dispatchId: ANR %v, its LAG %v, the other LAG %v", c["dispatchId"], lags["stuck-job"].Content["dispatchId"], lags["lag-job"].Content["dispatchId"])
+	}
 	// The key names the wait the job is stuck in, where it parked.
 	const parked = "github.com/matrixgo/matrix/tracer.parkedForTest"
 	if is.Tag != TagEvilMethod || c["scene"] != "stuck-job" || is.Key != parked+"[chan receive]|" || c["stackKey"] != is.Key {

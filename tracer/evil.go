@@ -59,6 +59,8 @@ type Frame struct {
 //	kind       where it came from: custom, http, test, benchmark, frame
 //	threadId   the dispatching goroutine's id (Matrix's field name)
 //	goroutine  the same id
+//	dispatchId the dispatch's number in the process (beat.Dispatch.ID); the
+//	           LAG and ANR reports of the same dispatch carry it too
 //	recorded   false when the dispatch has no call tree; note then says why
 //	cpu        process CPU time used during the dispatch, ms (unix only)
 //	usage      cpu / wall time as a percentage, "37.50%" (unix only)
@@ -185,6 +187,7 @@ type evilJob struct {
 	traceCtx string // the request's traceparent, unvalidated
 	kind     beat.Kind
 	goid     uint64
+	id       uint64 // beat.Dispatch.ID
 	cost     time.Duration
 	endMs    uint64
 	end      time.Time
@@ -210,7 +213,7 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration) {
 	}
 	j.recs = d.Records(j.recs[:0])
 	j.recorded = d.Recorded()
-	j.name, j.scene, j.kind, j.goid = d.Name(), d.Scene(), d.Kind(), d.Goid()
+	j.name, j.scene, j.kind, j.goid, j.id = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID()
 	j.traceCtx = d.TraceParent()
 	j.cost, j.endMs, j.end = cost, d.EndMs(), d.Start().Add(cost)
 	select {
@@ -261,7 +264,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 	r := &EvilReport{
 		Detail:      DetailNormal,
 		Scene:       scene,
-		Dispatch:    &DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid},
+		Dispatch:    &DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid, ID: j.id},
 		TraceParent: validTraceParent(j.traceCtx),
 	}
 	tree.fill(r, treeNote(dispatchRecording(j.recorded), len(j.recs) > 0))

@@ -42,7 +42,7 @@ func TestEvilIssueContent(t *testing.T) {
 	j := &evilJob{
 		recs: records(true, D, 1000, true, idA, 1000, true, idB, 1010, false, idB, 1030,
 			true, idC, 1030, false, idC, 1100, false, idA, 1120, false, D, 1125),
-		recorded: true, name: "job", kind: beat.KindHTTP, goid: 77,
+		recorded: true, name: "job", kind: beat.KindHTTP, goid: 77, id: 9,
 		cost: 125 * time.Millisecond, endMs: 1125, end: end,
 		cpuNs: 50 * int64(time.Millisecond), cpuWall: 125 * time.Millisecond, hasCPU: true,
 	}
@@ -52,24 +52,25 @@ func TestEvilIssueContent(t *testing.T) {
 	}
 	c := is.Content
 	want := map[string]any{
-		"tag":       TagEvilMethod,
-		"detail":    "NORMAL",
-		"cost":      int64(125),
-		"stack":     "0,1048574,1,125\n1,1040001,1,120\n2,1040002,1,20\n2,1040003,1,70\n",
-		"stackKey":  "1040001|",
-		"scene":     "job", // no scene: the name
-		"name":      "job",
-		"kind":      "http",
-		"threadId":  uint64(77),
-		"goroutine": uint64(77),
-		"recorded":  true,
-		"cpu":       int64(50),
-		"usage":     "40.00%",
-		"time":      "2025-01-02T03:04:05.000000006Z",
-		"pid":       c["pid"],
-		"process":   c["process"],
-		"id":        is.ID,
-		"frames":    c["frames"],
+		"tag":        TagEvilMethod,
+		"detail":     "NORMAL",
+		"cost":       int64(125),
+		"stack":      "0,1048574,1,125\n1,1040001,1,120\n2,1040002,1,20\n2,1040003,1,70\n",
+		"stackKey":   "1040001|",
+		"scene":      "job", // no scene: the name
+		"name":       "job",
+		"kind":       "http",
+		"threadId":   uint64(77),
+		"goroutine":  uint64(77),
+		"dispatchId": uint64(9),
+		"recorded":   true,
+		"cpu":        int64(50),
+		"usage":      "40.00%",
+		"time":       "2025-01-02T03:04:05.000000006Z",
+		"pid":        c["pid"],
+		"process":    c["process"],
+		"id":         is.ID,
+		"frames":     c["frames"],
 	}
 	for k, v := range want {
 		if k == "frames" {

@@ -147,6 +147,9 @@ func TestSlowDispatchReported(t *testing.T) {
 	if g, ok := c["goroutine"].(uint64); !ok || g == 0 || c["threadId"] != g {
 		t.Errorf("goroutine %v threadId %v", c["goroutine"], c["threadId"])
 	}
+	if id, ok := c["dispatchId"].(uint64); !ok || id == 0 {
+		t.Errorf("dispatchId %v", c["dispatchId"])
+	}
 	if cpuSupported {
 		if _, ok := c["cpu"].(int64); !ok {
 			t.Errorf("cpu missing: %v", c)

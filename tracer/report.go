@@ -63,6 +63,11 @@ type DispatchFields struct {
 	// (threadId is Matrix's name).
 	ThreadID  uint64 `json:"threadId"`
 	Goroutine uint64 `json:"goroutine"`
+	// ID is the dispatch's number in the process (beat.Dispatch.ID): the
+	// LAG and ANR reports of a dispatch and its final slow-call report
+	// carry the same one, so that with the process and pid it tells which
+	// reports are of one dispatch. 0 in reports of older versions.
+	ID uint64 `json:"dispatchId"`
 }
 
 // TreeFields are the call tree of an EvilReport.

@@ -17,7 +17,7 @@ func TestReportContent(t *testing.T) {
 		Detail:   DetailNormal,
 		Scene:    "GET /x",
 		Cost:     120,
-		Dispatch: &DispatchFields{Name: "http", Kind: "http", ThreadID: 7, Goroutine: 7},
+		Dispatch: &DispatchFields{Name: "http", Kind: "http", ThreadID: 7, Goroutine: 7, ID: 3},
 		Tree:     &TreeFields{Stack: "0,1,1,120\n", StackKey: "1|", Recorded: true},
 		CPU:      &cpu,
 	}
@@ -27,7 +27,7 @@ func TestReportContent(t *testing.T) {
 	}
 	want := map[string]any{
 		"detail": DetailNormal, "scene": "GET /x", "cost": int64(120),
-		"name": "http", "kind": "http", "threadId": uint64(7), "goroutine": uint64(7),
+		"name": "http", "kind": "http", "threadId": uint64(7), "goroutine": uint64(7), "dispatchId": uint64(3),
 		"stack": "0,1,1,120\n", "stackKey": "1|", "frames": []Frame(nil), "recorded": true,
 		"cpu": int64(0),
 	}

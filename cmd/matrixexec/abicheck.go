@@ -20,11 +20,7 @@ import (
 // not know, before the runtime is compiled. compileTool is the compiler's
 // path, $GOROOT/pkg/tool/<host>/compile; cmd/go sets GOARCH for it.
 func checkTarget(compileTool string) error {
-	goroot := os.Getenv("GOROOT")
-	if goroot == "" {
-		goroot = filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(compileTool))))
-	}
-	if err := rewrite.CheckGoRelease(goroot); err != nil {
+	if err := rewrite.CheckGoRelease(toolGoroot(compileTool)); err != nil {
 		return err
 	}
 	goarch := os.Getenv("GOARCH")
@@ -32,6 +28,28 @@ func checkTarget(compileTool string) error {
 		return nil // the host's: matrixexec runs there
 	}
 	return rewrite.CheckArch(goarch)
+}
+
+// toolGoroot returns the GOROOT of the toolchain whose compiler is at
+// compileTool ($GOROOT/pkg/tool/<host>/compile): the one cmd/go sets for its
+// tools, else the compiler's.
+func toolGoroot(compileTool string) string {
+	if goroot := os.Getenv("GOROOT"); goroot != "" {
+		return goroot
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(compileTool))))
+}
+
+// goRelease returns the minor version of the Go release whose compiler is at
+// compileTool, for rewrite.Options.GoRelease; 0 if it cannot be told (the
+// compile of the runtime, which every instrumented build has, refuses such
+// a toolchain: see checkTarget).
+func goRelease(compileTool string) int {
+	minor, err := rewrite.GoRelease(toolGoroot(compileTool))
+	if err != nil {
+		return 0
+	}
+	return minor
 }
 
 // checkABI compares the ABI version of the abi package being compiled (the

@@ -85,28 +85,30 @@ func prune(root string, now time.Time) {
 }
 
 // scriptsContent returns the names and contents of the integration test
-// scripts, in name order.
+// scripts (testdata/script and testdata/release), in name order.
 func scriptsContent() ([]byte, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return nil, errors.New("shared test map: no source path for package testgo")
 	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "integration", "testdata", "script")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("shared test map: %w", err)
-	}
 	var b []byte
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+	for _, sub := range []string{"script", "release"} {
+		dir := filepath.Join(filepath.Dir(file), "..", "..", "integration", "testdata", sub)
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("shared test map: %w", err)
 		}
-		b = fmt.Appendf(b, "%s\x00%d\x00", e.Name(), len(data))
-		b = append(b, data...)
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("shared test map: %w", err)
+			}
+			b = fmt.Appendf(b, "%s/%s\x00%d\x00", sub, e.Name(), len(data))
+			b = append(b, data...)
+		}
 	}
 	return b, nil
 }

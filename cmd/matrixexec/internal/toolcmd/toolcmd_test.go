@@ -197,3 +197,36 @@ func TestAddFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownFlags checks that flags the package does not know, a value
+// joined or separate (Go 1.28's -exportfd), are kept as they are, in
+// place, and do not hide the flags and operands around them.
+func TestUnknownFlags(t *testing.T) {
+	t.Setenv("TOOLEXEC_IMPORTPATH", "")
+	for _, flags := range [][]string{
+		{"-exportfd=3"},
+		{"-exportfd", "3"},
+		{"-exportfd", "3", "-future-flag", "x.go=1"},
+	} {
+		args := slices.Concat([]string{"/go/pkg/tool/compile", "-o", "/w/_pkg_.a", "-p", "example.com/lib"}, flags, []string{"-lang=go1.28", "-pack", "/src/a.go", "/src/b.go"})
+		c, err := ParseCompile(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(c.Operands, []string{"/src/a.go", "/src/b.go"}) {
+			t.Errorf("%q: operands %q", flags, c.Operands)
+		}
+		if v, _ := c.Flag("exportfd"); v != "3" {
+			t.Errorf("%q: -exportfd %q", flags, v)
+		}
+		if v, _ := c.Flag("lang"); v != "go1.28" || !c.Has("pack") || c.ImportPath() != "example.com/lib" {
+			t.Errorf("%q: -lang %q, -pack %v, import path %q", flags, v, c.Has("pack"), c.ImportPath())
+		}
+		c.TrimDir("/tmp/mx")
+		c.Set("o", "/tmp/out.a")
+		want := slices.Concat([]string{"/go/pkg/tool/compile", "-o", "/tmp/out.a", "-p", "example.com/lib"}, flags, []string{"-lang=go1.28", "-pack", "-trimpath", "/tmp/mx=>", "/src/a.go", "/src/b.go"})
+		if got := c.Args(); !slices.Equal(got, want) {
+			t.Errorf("%q: args\n got %q\nwant %q", flags, got, want)
+		}
+	}
+}
