@@ -414,3 +414,12 @@ func Exit(id uint32) { rtExit(id) }
 // process ends: tracers use it to write the reports still queued. f must not
 // call os.Exit. In a plain build it does nothing.
 func AtExit(f func()) { rtAtExit(f) }
+
+// Go runs f on a goroutine of the monitor's own. Under matrixexec the
+// runtime counts it among its system goroutines, like the garbage
+// collector's: runtime.NumGoroutine, runtime.Stack(all), goroutine profiles
+// and the leak checks of test suites (go.uber.org/goleak, grpc's leakcheck)
+// do not see it, so a test binary whose every test is recorded has the
+// goroutines it would have without Matrix. In a plain build it is an
+// ordinary goroutine. The tracers run their workers with it.
+func Go(f func()) { rtGo(f) }

@@ -9,6 +9,9 @@ import "unsafe"
 // below are defined in the file it adds to package runtime.
 const linked = true
 
+//go:linkname rtGo runtime.matrixGo
+func rtGo(f func())
+
 //go:linkname rtSetActive runtime.matrixSetActive
 func rtSetActive(v uint32)
 

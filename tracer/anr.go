@@ -251,7 +251,8 @@ func (t *ANRTracer) Start(r Reporter) error {
 	if !ok {
 		return nil
 	}
-	go t.run(newWatchdog(t, r), stop, done)
+	wd := newWatchdog(t, r)
+	beat.Go(func() { t.run(wd, stop, done) })
 	return nil
 }
 

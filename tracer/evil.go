@@ -140,7 +140,7 @@ func (t *EvilMethodTracer) Start(r Reporter) error {
 		return nil
 	}
 	t.cpu.reset()
-	go t.run(r, stop, done)
+	beat.Go(func() { t.run(r, stop, done) })
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/matrixgo/matrix/beat"
 	"github.com/rs/zerolog"
 )
 
@@ -219,7 +220,8 @@ func (q *queue) start() {
 		return
 	}
 	q.stop, q.done, q.abandon = make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go q.deliverLoop(q.stop, q.done, q.abandon)
+	stop, done, abandon := q.stop, q.done, q.abandon
+	beat.Go(func() { q.deliverLoop(stop, done, abandon) })
 	q.open.Store(true)
 }
 

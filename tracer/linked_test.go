@@ -572,3 +572,33 @@ func TestPanicRecoveredTwoFramesUp(t *testing.T) {
 		t.Errorf("key %q, want the sleep of the frame that panicked\n%s", k, c["stack"])
 	}
 }
+
+// TestWorkersAreSystemGoroutines: the tracers' workers (the queue's
+// delivery loop, the slow-call analysis, the watchdog, the start-up
+// tracer) are goroutines of the monitor's own (beat.Go), which the program
+// does not see: runtime.NumGoroutine does not count them and
+// runtime.Stack(all) does not show them, so a test suite's leak check run
+// with every test recorded finds the goroutines it would without Matrix.
+func TestWorkersAreSystemGoroutines(t *testing.T) {
+	requireLinked(t)
+	before := runtime.NumGoroutine()
+	p := NewTracePlugin(DefaultTraceConfig())
+	m, err := NewBuilder().Plugin(p).Listener(ListenerFunc(func(Issue) {})).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.StartAllPlugins(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.StopAllPlugins()
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, worker := range []string{"(*queue).deliverLoop", "(*EvilMethodTracer).run", "(*ANRTracer).run", "(*StartupTracer).run"} {
+		if strings.Contains(stacks, worker) {
+			t.Errorf("runtime.Stack(all) shows the worker %s:\n%s", worker, stacks)
+		}
+	}
+	if after := runtime.NumGoroutine(); after != before {
+		t.Errorf("runtime.NumGoroutine: %d with the tracers running, %d before", after, before)
+	}
+}

@@ -293,7 +293,7 @@ func (t *StartupTracer) Start(r Reporter) error {
 	if !ok {
 		return nil
 	}
-	go t.run(r, stop, done)
+	beat.Go(func() { t.run(r, stop, done) })
 	startup.register(t)
 	serveHookOnce.Do(func() { rtSetServeHook(serving) })
 	return nil

@@ -252,6 +252,18 @@ func matrixMainEntered() {
 	}
 }
 
+// matrixGo starts f on a goroutine of the monitor's own. It starts at
+// matrixGo.gowrap1, a function of package runtime, so the runtime counts it
+// among its system goroutines, like the garbage collector's workers: it is
+// left out of runtime.NumGoroutine, runtime.Stack(all), goroutine profiles
+// and tracebacks (unless GOTRACEBACK=system), and so out of the leak checks
+// of test suites that compare goroutines before and after a test.
+//
+//go:linkname matrixGo
+func matrixGo(f func()) { go matrixGoroutine(f) }
+
+func matrixGoroutine(f func()) { f() }
+
 // matrixTracerPresent is set when the tracer package is linked into the
 // program (its init calls matrixTracerLinked): without it, MATRIX_REPORT
 // has nothing to turn on, which matrixMainEntered says once.

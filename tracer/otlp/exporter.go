@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/matrixgo/matrix/beat"
 	"github.com/matrixgo/matrix/tracer"
 )
 
@@ -66,7 +67,7 @@ func NewExporter(cfg Config) (*Exporter, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	go e.run()
+	beat.Go(e.run)
 	return e, nil
 }
 
