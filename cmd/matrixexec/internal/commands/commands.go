@@ -34,15 +34,15 @@ func Run(args []string, mapPath string, stdin io.Reader, stdout, stderr io.Write
 	case "analyze":
 		return analyze(args[1:], stdin, stdout)
 	case "show":
-		return show(mapPath, args[1:], stdin, stdout)
+		return show(mapPath, args[1:], stdin, stdout, stderr)
 	case "top":
-		return top(mapPath, args[1:], stdin, stdout)
+		return top(mapPath, args[1:], stdin, stdout, stderr)
 	case "pprof":
 		return pprofCmd(mapPath, args[1:], stdin, stdout, stderr)
 	case "html":
 		return htmlCmd(mapPath, args[1:], stdin, stdout, stderr)
 	case "export":
-		return exportCmd(mapPath, args[1:], stdin, stdout)
+		return exportCmd(mapPath, args[1:], stdin, stdout, stderr)
 	}
 	return ErrUnknown
 }

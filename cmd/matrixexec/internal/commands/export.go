@@ -16,17 +16,18 @@ import (
 )
 
 // exportCmd dispatches "matrixexec export FORMAT ...".
-func exportCmd(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) error {
+func exportCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "otlp" {
 		return errors.New("export: want \"export otlp [flags] REPORT...\"")
 	}
-	return exportOTLP(defaultMap, args[1:], stdin, stdout, os.Getenv)
+	return exportOTLP(defaultMap, args[1:], stdin, stdout, stderr, os.Getenv)
 }
 
 // exportOTLP sends the issues of JSON-line reports as OTLP traces, as the
 // running program's otlp sink would. Every input is read and checked
-// before anything is sent.
-func exportOTLP(defaultMap string, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
+// before anything is sent; malformed lines are skipped with a warning on
+// stderr naming them.
+func exportOTLP(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := newFlagSet("export otlp", stdout)
 	endpoint := fs.String("endpoint", "", "base OTLP/HTTP endpoint, \"/v1/traces\" appended (default: the OTEL_EXPORTER_OTLP_* environment)")
 	service := fs.String("service", "", "service.name of the spans (default: OTEL_SERVICE_NAME, else unknown_service:<process>)")
@@ -54,6 +55,7 @@ func exportOTLP(defaultMap string, args []string, stdin io.Reader, stdout io.Wri
 
 	var batch []*otlp.ResourceSpans
 	spans, skipped := 0, 0
+	sk := &skipper{w: stderr, cmd: "export otlp"}
 	for _, name := range fs.Args() {
 		data, err := readInput(name, stdin)
 		if err != nil {
@@ -62,14 +64,19 @@ func exportOTLP(defaultMap string, args []string, stdin io.Reader, stdout io.Wri
 		if name == "-" {
 			name = "stdin"
 		}
-		rs, n, skip, err := reportSpans(name, data, ocfg.Resource, entries)
+		rs, n, skip, err := reportSpans(name, data, ocfg.Resource, entries, sk)
 		if err != nil {
 			return fmt.Errorf("export otlp: %w", err)
 		}
 		batch, spans, skipped = append(batch, rs...), spans+n, skipped+skip
 	}
+	sk.done()
 	if len(batch) == 0 {
-		return fmt.Errorf("export otlp: no issue to export in %s (%d reports of other kinds)", strings.Join(fs.Args(), ", "), skipped)
+		msg := fmt.Sprintf("export otlp: no issue to export in %s (%d reports of other kinds", strings.Join(fs.Args(), ", "), skipped)
+		if sk.n > 0 {
+			msg += ", " + plural(sk.n, "malformed line", "malformed lines") + " skipped"
+		}
+		return errors.New(msg + ")")
 	}
 
 	ocfg.QueueSize = len(batch)
@@ -93,9 +100,10 @@ func exportOTLP(defaultMap string, args []string, stdin io.Reader, stdout io.Wri
 	return nil
 }
 
-// reportSpans parses one report file into the spans of its issues. Any bad
-// line (not JSON, an issue without time or id) is an error naming it.
-func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32]idalloc.Entry) (out []*otlp.ResourceSpans, spans, skipped int, err error) {
+// reportSpans parses one report file into the spans of its issues. A bad
+// line (not JSON, not a report, an issue without time or id) is skipped,
+// through sk, which names it.
+func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32]idalloc.Entry, sk *skipper) (out []*otlp.ResourceSpans, spans, skipped int, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, 0, 0, fmt.Errorf("%s: empty input", name)
 	}
@@ -108,10 +116,12 @@ func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32
 		}
 		r, err := otlp.ParseReport(line)
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("%s:%d: %w", name, n, err)
+			sk.skip(fmt.Errorf("%s:%d: %w", name, n, err))
+			continue
 		}
 		if r.Tag == "" {
-			return nil, 0, 0, fmt.Errorf("%s:%d: not a Matrix report (no tag)", name, n)
+			sk.skip(fmt.Errorf("%s:%d: not a Matrix report (no tag)", name, n))
+			continue
 		}
 		if !r.Exported() {
 			skipped++
@@ -119,7 +129,8 @@ func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32
 		}
 		if len(r.Frames) == 0 && r.Stack != "" {
 			if r.Frames, err = framesFromStack(r.Stack); err != nil {
-				return nil, 0, 0, fmt.Errorf("%s:%d: %w", name, n, err)
+				sk.skip(fmt.Errorf("%s:%d: %w", name, n, err))
+				continue
 			}
 		}
 		for i := range r.Frames {
@@ -139,7 +150,8 @@ func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32
 		}
 		s, err := otlp.Spans(r)
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("%s:%d: %w", name, n, err)
+			sk.skip(fmt.Errorf("%s:%d: %w", name, n, err))
+			continue
 		}
 		out = append(out, otlp.NewResourceSpans(r, res, s))
 		spans += len(s)

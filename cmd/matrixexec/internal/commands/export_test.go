@@ -109,7 +109,8 @@ func TestExportOTLPBadInput(t *testing.T) {
 		{"no file", nil, "no report file"},
 		{"missing file", []string{filepath.Join(t.TempDir(), "none.jsonl")}, "no such file"},
 		{"empty", []string{good, writeFile(t, "empty.jsonl", "\n")}, "empty.jsonl: empty input"},
-		{"truncated", []string{good, writeFile(t, "cut.jsonl", lines[0]+"\n"+lines[1][:60]+"\n")}, "cut.jsonl:2: not a JSON report"},
+		// Malformed lines are skipped, naming them (TestMalformedLinesSkipped):
+		// a file of nothing else has no issue to export.
 		{"not a report", []string{writeFile(t, "other.jsonl", `{"level":"info"}`+"\n")}, "other.jsonl:1: not a Matrix report"},
 		{"no time", []string{writeFile(t, "old.jsonl", strings.Replace(lines[1], `"time":"2026-01-02T03:04:06Z",`, "", 1)+"\n")}, "old.jsonl:1: report has no time"},
 		{"bad stack", []string{writeFile(t, "stack.jsonl", strings.Replace(lines[1], `1,8,1,400`, `1,x,1,400`, 1)+"\n")}, "stack.jsonl:1: stack line"},
@@ -138,5 +139,36 @@ func TestExportOTLPBadInput(t *testing.T) {
 	code, _, stderr := runExport(t, down, good)
 	if code == 0 || !strings.Contains(stderr, "2 of 2 issues not exported") || !strings.Contains(stderr, "connection refused") {
 		t.Errorf("collector down: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestExportOTLPSkipsMalformedLines: a torn line, text and a last line cut
+// short are skipped with a warning naming each; the issues of the other
+// lines are exported.
+func TestExportOTLPSkipsMalformedLines(t *testing.T) {
+	rcv, err := otlptest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	lines := strings.Split(exportReports, "\n")
+	bad := writeFile(t, "bad.jsonl", strings.Join([]string{
+		lines[0],
+		lines[1][:60] + lines[2], // a torn line, the next report glued to it
+		"text",
+		lines[1],
+		lines[1][:80], // cut short
+	}, "\n"))
+	code, stdout, stderr := runExport(t, rcv.URL, bad)
+	if code != 0 || !strings.Contains(stdout, "exported 2 issues (5 spans)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	for _, n := range []string{"2", "3", "5"} {
+		if want := "matrixexec export otlp: skipping " + bad + ":" + n + ": not a JSON report"; !strings.Contains(stderr, want) {
+			t.Errorf("no warning %q in stderr:\n%s", want, stderr)
+		}
+	}
+	if len(rcv.Spans()) != 5 {
+		t.Errorf("%d spans received, want 5", len(rcv.Spans()))
 	}
 }

@@ -43,7 +43,7 @@ func htmlCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return fmt.Errorf("html: %w", err)
 	}
-	res, err := aggregate(fs.Args(), stdin, *by, n)
+	res, err := aggregate(fs.Args(), stdin, *by, n, &skipper{w: stderr, cmd: "html"})
 	if err != nil {
 		return fmt.Errorf("html: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -208,4 +209,69 @@ func hover(sel string) chromedp.Action {
 
 func jsString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// TestHTMLDispatchStacksInBrowser: the group of a dispatch reported as
+// LAG, ANR and at its end is one incident, whose page shows the goroutine
+// stacks of its LAG and ANR reports; a LAG without a final report shows
+// its own.
+func TestHTMLDispatchStacksInBrowser(t *testing.T) {
+	ctx := newBrowser(t)
+	first, second := dispatchReports(t)
+	page := filepath.Join(t.TempDir(), "report.html")
+	var stderr bytes.Buffer
+	if code := run([]string{"html", "-o", page, first, second}, nil, &stderr, &stderr); code != 0 {
+		t.Fatalf("matrixexec html: exit %d: %s", code, stderr.String())
+	}
+	var summary, row string
+	var stacks, infos []string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate("file://"+filepath.ToSlash(page)),
+		chromedp.WaitVisible(`tr.group`, chromedp.ByQuery),
+		chromedp.Text(`p.summary`, &summary, chromedp.ByQuery),
+		chromedp.Text(`tr.group[data-index="0"]`, &row, chromedp.ByQuery),
+		chromedp.Click(`tr.group[data-index="0"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`pre.stack`, chromedp.ByQuery),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll("pre.stack")).map(n => n.textContent)`, &stacks),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll(".stacks p.info")).map(n => n.textContent)`, &infos),
+	)
+	if err != nil {
+		t.Fatalf("load the page and click the first group: %v", err)
+	}
+	if !strings.HasPrefix(summary, "4 incidents in 4 groups") || !strings.Contains(row, "NORMAL ×1 (after LAG ×1, ANR ×1)") {
+		t.Errorf("summary %q, first row %q", summary, row)
+	}
+	if len(stacks) != 2 || !strings.HasPrefix(stacks[0], "goroutine 27 [sync.Mutex.Lock]:") || !strings.HasPrefix(stacks[1], "goroutine 27 [sync.Mutex.Lock, 1 minutes]:") ||
+		len(infos) != 2 || !strings.HasPrefix(infos[0], "LAG at 2010 ms") || !strings.HasPrefix(infos[1], "ANR at 5020 ms") {
+		t.Errorf("stacks %q, headings %q", stacks, infos)
+	}
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shot := filepath.Join(artifactDir(t), "html-dispatch-stacks.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+
+	// The LAG without a final report: the incident is the LAG, with its
+	// own stack and no call tree.
+	var idx int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`JSON.parse(document.getElementById("matrix-data").textContent).groups.findIndex(g => g.representative.detail === "LAG")`, &idx)); err != nil || idx < 0 {
+		t.Fatalf("no group of a LAG: %d, %v", idx, err)
+	}
+	stacks, infos = nil, nil
+	err = chromedp.Run(ctx,
+		chromedp.Click(`tr.group[data-index="`+strconv.Itoa(idx)+`"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`pre.stack`, chromedp.ByQuery),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll("pre.stack")).map(n => n.textContent)`, &stacks),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll(".stacks p.info")).map(n => n.textContent)`, &infos),
+	)
+	if err != nil {
+		t.Fatalf("click the LAG's group: %v", err)
+	}
+	if len(stacks) != 1 || !strings.HasPrefix(stacks[0], "goroutine 31 [sleep]:") || len(infos) != 1 || !strings.HasSuffix(infos[0], ": this incident") {
+		t.Errorf("LAG: stacks %q, headings %q", stacks, infos)
+	}
 }

@@ -23,17 +23,17 @@ func pprofCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr 
 		return fmt.Errorf("pprof: %w", err)
 	}
 	b := newProfileBuilder()
-	err = eachLine(fs.Args(), stdin, func(pos string, line []byte, complete bool) error {
-		var r report
-		if err := decodeReport(pos, line, complete, &r); err != nil {
-			return err
-		}
-		return b.add(pos, &r, n)
+	sk := &skipper{w: stderr, cmd: "pprof"}
+	err = eachReport(fs.Args(), stdin, sk, func(pos string, _ []byte, r *report) error {
+		return b.add(pos, r, n)
 	})
+	if err == nil {
+		err = b.finish(n)
+	}
 	if err != nil {
 		return fmt.Errorf("pprof: %w", err)
 	}
-	if err := noIncidents(b.reports, b.incidents); err != nil {
+	if err := noIncidents(b.reports, b.incidents, sk.n); err != nil {
 		return fmt.Errorf("pprof: %w", err)
 	}
 	p := b.profile()
@@ -71,9 +71,13 @@ func pprofCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr 
 // with labels scene, detail and stackKey. Samples with the same path and
 // labels are merged, so the profile grows with the distinct call paths,
 // not with the number of incidents.
+//
+// The reports of one dispatch (LAG, ANR, final) are one incident, as in
+// top (see merger): only the incident's own call tree is sampled.
 type profileBuilder struct {
 	reports, incidents, noTree int
 	first                      time.Time
+	merge                      *merger
 
 	mapping   *profile.Mapping
 	functions map[funcKey]*profile.Function
@@ -110,15 +114,33 @@ func newProfileBuilder() *profileBuilder {
 		locations: map[locKey]*profile.Location{},
 		samples:   map[uint64][]sampleAcc{},
 		labelSets: map[labelKey]labelSet{},
+		merge:     newMerger(),
 	}
 }
 
-// add takes one report.
+// add takes one report; the merger may hold it, so the caller must not
+// reuse it.
 func (b *profileBuilder) add(pos string, r *report, n *names) error {
 	b.reports++
-	if !r.incident() {
+	if !r.incident() || !b.merge.take(pos, r) {
 		return nil
 	}
+	return b.addIncident(pos, r, n)
+}
+
+// finish adds the incidents the merger still holds (dispatches without a
+// final report). Call it once, after the last add.
+func (b *profileBuilder) finish(n *names) error {
+	for _, h := range b.merge.rest() {
+		if err := b.addIncident(h.pos, h.r, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addIncident samples the call tree of one incident.
+func (b *profileBuilder) addIncident(pos string, r *report, n *names) error {
 	b.incidents++
 	if t, err := time.Parse(time.RFC3339Nano, r.Time); err == nil {
 		if b.first.IsZero() || t.Before(b.first) {

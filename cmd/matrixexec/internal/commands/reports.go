@@ -36,6 +36,13 @@ type report struct {
 	StackKey string        `json:"stackKey"`
 	Frames   []reportFrame `json:"frames"`
 	Time     string        `json:"time"`
+	// Process, PID and DispatchID tell which reports are of one dispatch
+	// (see dispatchKey); DispatchID is 0 in reports of older versions.
+	Process    string `json:"process"`
+	PID        int64  `json:"pid"`
+	DispatchID uint64 `json:"dispatchId"`
+	// ThreadStack is the goroutine's stack of a LAG or ANR report.
+	ThreadStack string `json:"threadStack"`
 }
 
 // reportFrame is one call-tree node of a report: the tracer's Frame.
@@ -56,6 +63,22 @@ const (
 // a report of tag Trace_EvilMethod, which the viewing commands group and
 // turn into profiles.
 func (r *report) incident() bool { return r.Tag == tracer.TagEvilMethod }
+
+// watchdog reports whether r is a LAG or ANR report: made while its
+// dispatch was still running, which a final report may follow.
+func (r *report) watchdog() bool {
+	return r.Detail == tracer.DetailLag || r.Detail == tracer.DetailANR
+}
+
+// dispatchKey returns what identifies r's dispatch: its process, pid and
+// dispatch number; ok is false for a report without a dispatch number
+// (a start-up, or a report of an older version).
+func (r *report) dispatchKey() (key string, ok bool) {
+	if r.DispatchID == 0 {
+		return "", false
+	}
+	return r.Process + "\x00" + strconv.FormatInt(r.PID, 10) + "\x00" + strconv.FormatUint(r.DispatchID, 10), true
+}
 
 // frames returns the report's frames, made from its "stack" lines when it
 // has no frames (reports of older versions, or edited by hand).
@@ -136,6 +159,49 @@ func eachLineOf(name string, stdin io.Reader, fn func(pos string, line []byte, c
 			return nil
 		}
 	}
+}
+
+// maxSkipWarnings is how many malformed lines a command names one by one;
+// the rest are counted in one line at the end.
+const maxSkipWarnings = 20
+
+// skipper tells about the malformed lines a command skips: each on its
+// own line on w ("matrixexec top: skipping r.jsonl:6: truncated report:
+// …"), up to maxSkipWarnings, then their number.
+type skipper struct {
+	w   io.Writer
+	cmd string
+	n   int
+}
+
+// skip tells about one malformed line; err names it (file:line).
+func (s *skipper) skip(err error) {
+	s.n++
+	if s.n <= maxSkipWarnings {
+		fmt.Fprintf(s.w, "matrixexec %s: skipping %v\n", s.cmd, err)
+	}
+}
+
+// done tells how many malformed lines were not named.
+func (s *skipper) done() {
+	if s.n > maxSkipWarnings {
+		fmt.Fprintf(s.w, "matrixexec %s: skipped %d more malformed lines\n", s.cmd, s.n-maxSkipWarnings)
+	}
+}
+
+// eachReport calls fn for every report of the inputs (see eachLine) and
+// skips, through sk, the lines that are not reports (decodeReport): a
+// torn line, a line of another program, a report of another layout.
+func eachReport(inputs []string, stdin io.Reader, sk *skipper, fn func(pos string, line []byte, r *report) error) error {
+	defer sk.done()
+	return eachLine(inputs, stdin, func(pos string, line []byte, complete bool) error {
+		r := new(report)
+		if err := decodeReport(pos, line, complete, r); err != nil {
+			sk.skip(err)
+			return nil
+		}
+		return fn(pos, line, r)
+	})
 }
 
 // decodeReport parses one report line, with a message for people when it
@@ -271,21 +337,26 @@ func (nd *node) pos() string {
 }
 
 // resolveTree turns a report's frames (in pre-order with depths) into
-// nodes with names, parents and self times. In strict mode a frame that
-// cannot be named is an error (see names.unnamed); otherwise it is shown
-// as "id N".
+// nodes with names, parents, depths in the tree and self times. In strict
+// mode a frame that cannot be named is an error (see names.unnamed);
+// otherwise it is shown as "id N".
 func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]node, error) {
 	nodes := make([]node, len(frames))
 	var stack []int // open ancestors
 	for i := range frames {
 		f := &frames[i]
 		nd := &nodes[i]
-		*nd = node{Depth: f.Depth, Cost: max(f.Cost, 0), Count: f.Count, Kind: f.Kind, Reason: f.Reason, ID: f.ID, Parent: -1}
-		for len(stack) > 0 && nodes[stack[len(stack)-1]].Depth >= f.Depth {
+		*nd = node{Cost: max(f.Cost, 0), Count: max(f.Count, 0), Kind: f.Kind, Reason: f.Reason, ID: f.ID, Parent: -1}
+		// The claimed depths place a frame under the last shallower
+		// one; the node's depth is its place in the tree, one more
+		// than its parent's, whatever its frame claims: what is drawn
+		// for a report is bounded by the frames it holds.
+		for len(stack) > 0 && frames[stack[len(stack)-1]].Depth >= f.Depth {
 			stack = stack[:len(stack)-1]
 		}
 		if len(stack) > 0 {
 			nd.Parent = stack[len(stack)-1]
+			nd.Depth = nodes[nd.Parent].Depth + 1
 		}
 		stack = append(stack, i)
 		switch f.Kind {
@@ -327,11 +398,10 @@ func selfTimes(nodes []node) {
 	}
 	for i := range nodes {
 		if p := nodes[i].Parent; p >= 0 && nodes[i].Kind != frameKindGoroutine {
-			nodes[p].Self -= nodes[i].Cost
+			// Costs are not negative: once at 0, Self stays there,
+			// and the subtraction cannot overflow.
+			nodes[p].Self = max(nodes[p].Self-nodes[i].Cost, 0)
 		}
-	}
-	for i := range nodes {
-		nodes[i].Self = max(nodes[i].Self, 0)
 	}
 }
 

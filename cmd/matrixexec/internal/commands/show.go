@@ -12,8 +12,9 @@ import (
 // show prints reports (JSON lines) for people: each issue's headline and,
 // when it has one, its call tree with names and per-function milliseconds.
 // Frames without a name are resolved through the mapping file when it can
-// be read.
-func show(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) error {
+// be read. Malformed lines are skipped with a warning on stderr naming
+// them.
+func show(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("show", stdout)
 	mapPath := fs.String("map", defaultMap, "method mapping file for frames the report does not name")
 	if err := fs.Parse(args); err != nil {
@@ -25,14 +26,12 @@ func show(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) e
 	n, _ := newNames(*mapPath, false) // optional
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	err := eachLine(fs.Args(), stdin, func(pos string, line []byte, complete bool) error {
+	sk := &skipper{w: stderr, cmd: "show"}
+	err := eachReport(fs.Args(), stdin, sk, func(pos string, line []byte, r *report) error {
 		var is map[string]any
 		if err := json.Unmarshal(line, &is); err != nil {
-			return fmt.Errorf("%s: not a JSON report: %w", pos, err)
-		}
-		var r report
-		if err := decodeReport(pos, line, complete, &r); err != nil {
-			return err
+			sk.skip(fmt.Errorf("%s: not a JSON report: %w", pos, err))
+			return nil
 		}
 		nodes, err := resolveTree(pos, r.frames(), n, false)
 		if err != nil {
@@ -48,7 +47,7 @@ func show(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) e
 }
 
 // headline fields, in order, printed when present.
-var headline = []string{"detail", "scene", "cost", "stackKey", "usage", "note"}
+var headline = []string{"detail", "scene", "cost", "stackKey", "usage", "why", "heldBack", "note"}
 
 func showIssue(w io.Writer, is map[string]any, nodes []node) {
 	fmt.Fprintf(w, "%v", is["tag"])

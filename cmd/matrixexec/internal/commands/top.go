@@ -28,8 +28,9 @@ const topShown = 5
 type topResult struct {
 	// By is the grouping: "stackKey" or "scene".
 	By string `json:"by"`
-	// Reports is the number of reports read, Incidents those that are
-	// slow calls, lags, ANRs or slow start-ups (tag Trace_EvilMethod).
+	// Reports is the number of reports read, Incidents the slow calls,
+	// lags, ANRs and slow start-ups (tag Trace_EvilMethod) among them, the
+	// reports of one dispatch counted once (see merger).
 	Reports   int `json:"reports"`
 	Incidents int `json:"incidents"`
 	// Groups are sorted by total cost, largest first.
@@ -50,6 +51,10 @@ type topGroup struct {
 	MaxMs    int64  `json:"maxMs"`
 	// Details counts the incidents per detail (NORMAL, LAG, ANR, STARTUP).
 	Details []counted `json:"details"`
+	// Watchdog counts the LAG and ANR reports (in this order) that are
+	// part of the group's incidents: reports of a dispatch made before its
+	// final report (or its last LAG or ANR report).
+	Watchdog []counted `json:"watchdog,omitempty"`
 	// Scenes (grouping by stack key) or StackKeys (grouping by scene)
 	// are the most frequent values of the other dimension.
 	Scenes    []counted `json:"scenes,omitempty"`
@@ -79,6 +84,12 @@ type representative struct {
 	StackKey string `json:"stackKey,omitempty"`
 	Time     string `json:"time,omitempty"`
 	Tree     []node `json:"tree"`
+	// ThreadStack is the goroutine's stack when the incident is a LAG or
+	// ANR report.
+	ThreadStack string `json:"threadStack,omitempty"`
+	// History are the LAG and ANR reports of the incident's dispatch
+	// before it, earliest first.
+	History []watchEvent `json:"history,omitempty"`
 }
 
 // aggregator groups incidents as they stream by, keeping per group only
@@ -89,6 +100,11 @@ type aggregator struct {
 	incidents int
 	groups    map[string]*groupAcc
 	keyFuncs  map[string]string // stack key -> the function it names, from frames
+	merge     *merger
+	// The incident of each dispatch (see report.dispatchKey): its group
+	// and its position.
+	dispatchGroup map[string]*groupAcc
+	dispatchPos   map[string]string
 }
 
 type groupAcc struct {
@@ -98,6 +114,7 @@ type groupAcc struct {
 	max         int64
 	costs       map[int64]int // ms -> incidents
 	details     map[string]int
+	watch       map[string]int // LAG and ANR reports merged into incidents
 	others      map[string]int
 	first, last time.Time
 	rep         *report
@@ -105,16 +122,42 @@ type groupAcc struct {
 }
 
 func newAggregator(by string) *aggregator {
-	return &aggregator{by: by, groups: map[string]*groupAcc{}, keyFuncs: map[string]string{}}
+	return &aggregator{by: by, groups: map[string]*groupAcc{}, keyFuncs: map[string]string{},
+		merge: newMerger(), dispatchGroup: map[string]*groupAcc{}, dispatchPos: map[string]string{}}
 }
 
-// add takes one report; r is kept if it becomes a representative, so the
-// caller must not reuse it.
+// add takes one report; r is kept if it becomes a representative (or is
+// held by the merger), so the caller must not reuse it.
 func (a *aggregator) add(pos string, r *report) {
 	a.reports++
-	if !r.incident() {
+	if !r.incident() || !a.merge.take(pos, r) {
 		return
 	}
+	a.addIncident(pos, r)
+}
+
+// finish adds the incidents the merger still holds (dispatches without a
+// final report) and counts the LAG and ANR reports merged into each
+// group's incidents. Call it once, after the last add.
+func (a *aggregator) finish() {
+	for _, h := range a.merge.rest() {
+		a.addIncident(h.pos, h.r)
+	}
+	for key, events := range a.merge.history {
+		g := a.dispatchGroup[key]
+		if g == nil {
+			continue
+		}
+		for _, e := range events {
+			if e.Source != a.dispatchPos[key] {
+				g.watch[e.Detail]++
+			}
+		}
+	}
+}
+
+// addIncident counts one incident in its group.
+func (a *aggregator) addIncident(pos string, r *report) {
 	a.incidents++
 	key, other := r.StackKey, r.Scene
 	if a.by == byScene {
@@ -122,8 +165,11 @@ func (a *aggregator) add(pos string, r *report) {
 	}
 	g := a.groups[key]
 	if g == nil {
-		g = &groupAcc{key: key, costs: map[int64]int{}, details: map[string]int{}, others: map[string]int{}}
+		g = &groupAcc{key: key, costs: map[int64]int{}, details: map[string]int{}, watch: map[string]int{}, others: map[string]int{}}
 		a.groups[key] = g
+	}
+	if dk, ok := r.dispatchKey(); ok {
+		a.dispatchGroup[dk], a.dispatchPos[dk] = g, pos
 	}
 	cost := max(r.Cost, 0)
 	g.count++
@@ -197,6 +243,11 @@ func (a *aggregator) result(n *names) (*topResult, error) {
 			MaxMs:   g.max,
 			Details: topCounted(g.details, 0),
 		}
+		for _, detail := range []string{tracer.DetailLag, tracer.DetailANR} {
+			if n := g.watch[detail]; n > 0 {
+				tg.Watchdog = append(tg.Watchdog, counted{Value: detail, Count: n})
+			}
+		}
 		if !g.first.IsZero() {
 			tg.FirstSeen = g.first.Format(time.RFC3339Nano)
 			tg.LastSeen = g.last.Format(time.RFC3339Nano)
@@ -206,7 +257,8 @@ func (a *aggregator) result(n *names) (*topResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		tg.Representative = representative{Source: g.repPos, CostMs: r.Cost, Detail: r.Detail, Scene: r.Scene, StackKey: r.StackKey, Time: r.Time, Tree: tree}
+		tg.Representative = representative{Source: g.repPos, CostMs: r.Cost, Detail: r.Detail, Scene: r.Scene, StackKey: r.StackKey, Time: r.Time, Tree: tree,
+			ThreadStack: r.ThreadStack, History: a.merge.historyOf(r, g.repPos)}
 		if tg.Function, err = keyFunc(r.StackKey); err != nil {
 			return nil, err
 		}
@@ -271,32 +323,33 @@ func topCounted(m map[string]int, limit int) []counted {
 // errNoIncidents is returned for input without any incident.
 var errNoIncidents = errors.New("no incidents")
 
-// aggregate reads the reports of inputs (stdin when none) and groups them.
-func aggregate(inputs []string, stdin io.Reader, by string, n *names) (*topResult, error) {
+// aggregate reads the reports of inputs (stdin when none) and groups them;
+// malformed lines are skipped, through sk.
+func aggregate(inputs []string, stdin io.Reader, by string, n *names, sk *skipper) (*topResult, error) {
 	if by != byStackKey && by != byScene {
 		return nil, fmt.Errorf("unknown grouping %q: want stackKey or scene", by)
 	}
 	a := newAggregator(by)
-	err := eachLine(inputs, stdin, func(pos string, line []byte, complete bool) error {
-		r := new(report)
-		if err := decodeReport(pos, line, complete, r); err != nil {
-			return err
-		}
+	err := eachReport(inputs, stdin, sk, func(pos string, _ []byte, r *report) error {
 		a.add(pos, r)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := noIncidents(a.reports, a.incidents); err != nil {
+	a.finish()
+	if err := noIncidents(a.reports, a.incidents, sk.n); err != nil {
 		return nil, err
 	}
 	return a.result(n)
 }
 
-// noIncidents explains input without incidents.
-func noIncidents(reports, incidents int) error {
+// noIncidents explains input without incidents; skipped is the number of
+// malformed lines skipped.
+func noIncidents(reports, incidents, skipped int) error {
 	switch {
+	case reports == 0 && skipped > 0:
+		return fmt.Errorf("%w: no line of the input is a report (%s skipped)", errNoIncidents, plural(skipped, "malformed line", "malformed lines"))
 	case reports == 0:
 		return fmt.Errorf("%w: the input is empty (no reports)", errNoIncidents)
 	case incidents == 0:
@@ -306,10 +359,11 @@ func noIncidents(reports, incidents int) error {
 }
 
 // top prints incidents grouped by stack key or scene.
-func top(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) error {
+func top(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("top", stdout)
 	by := fs.String("by", byStackKey, "group by stackKey or scene")
 	asJSON := fs.Bool("json", false, "print JSON")
+	verbose := fs.Bool("v", false, "also print the goroutine stacks of LAG and ANR reports")
 	mapPath := fs.String("map", defaultMap, "method mapping file for frames the reports do not name")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
@@ -318,7 +372,7 @@ func top(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) er
 	if err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
-	res, err := aggregate(fs.Args(), stdin, *by, n)
+	res, err := aggregate(fs.Args(), stdin, *by, n, &skipper{w: stderr, cmd: "top"})
 	if err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
@@ -330,13 +384,14 @@ func top(defaultMap string, args []string, stdin io.Reader, stdout io.Writer) er
 			return fmt.Errorf("top: %w", err)
 		}
 	} else {
-		printTop(w, res)
+		printTop(w, res, *verbose)
 	}
 	return w.Flush()
 }
 
-// printTop writes the groups for people.
-func printTop(w io.Writer, res *topResult) {
+// printTop writes the groups for people; verbose adds the goroutine
+// stacks of the LAG and ANR reports of each representative.
+func printTop(w io.Writer, res *topResult, verbose bool) {
 	fmt.Fprintf(w, "%s in %s by %s (%s read)\n", plural(res.Incidents, "incident", "incidents"),
 		plural(len(res.Groups), "group", "groups"), res.By, plural(res.Reports, "report", "reports"))
 	for i, g := range res.Groups {
@@ -355,6 +410,9 @@ func printTop(w io.Writer, res *topResult) {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "   count %d  total %dms  p50 %dms  p95 %dms  max %dms\n", g.Count, g.TotalMs, g.P50Ms, g.P95Ms, g.MaxMs)
 		fmt.Fprintf(w, "   details %s\n", countedList(g.Details, false))
+		if len(g.Watchdog) > 0 {
+			fmt.Fprintf(w, "   before  %s (reports of the same dispatches while they ran)\n", countedList(g.Watchdog, false))
+		}
 		if len(g.Scenes) > 0 {
 			fmt.Fprintf(w, "   scenes  %s\n", countedList(g.Scenes, true))
 		}
@@ -366,10 +424,31 @@ func printTop(w io.Writer, res *topResult) {
 		}
 		r := g.Representative
 		fmt.Fprintf(w, "   costliest: %dms %s %q %s (%s)\n", r.CostMs, r.Detail, r.Scene, r.Time, r.Source)
+		for _, h := range r.History {
+			fmt.Fprintf(w, "     after %s at %dms %s (%s)\n", h.Detail, h.CostMs, h.Time, h.Source)
+			if verbose {
+				printStack(w, "       ", h.ThreadStack)
+			}
+		}
+		if verbose && r.ThreadStack != "" {
+			fmt.Fprintf(w, "     goroutine stack at the %s report:\n", r.Detail)
+			printStack(w, "       ", r.ThreadStack)
+		}
 		if len(r.Tree) == 0 {
 			fmt.Fprintf(w, "     no call tree\n")
 		}
 		printTree(w, "   ", r.Tree)
+	}
+}
+
+// printStack writes a goroutine stack indented, or says there is none.
+func printStack(w io.Writer, indent, stack string) {
+	if stack == "" {
+		fmt.Fprintf(w, "%s(no goroutine stack in the report)\n", indent)
+		return
+	}
+	for _, l := range strings.Split(strings.TrimRight(stack, "\n"), "\n") {
+		fmt.Fprintf(w, "%s%s\n", indent, l)
 	}
 }
 
