@@ -421,5 +421,18 @@ func AtExit(f func()) { rtAtExit(f) }
 // and the leak checks of test suites (go.uber.org/goleak, grpc's leakcheck)
 // do not see it, so a test binary whose every test is recorded has the
 // goroutines it would have without Matrix. In a plain build it is an
-// ordinary goroutine. The tracers run their workers with it.
-func Go(f func()) { rtGo(f) }
+// ordinary goroutine. The tracers run their workers with it; Workers
+// counts them.
+func Go(f func()) {
+	workers.Add(1)
+	rtGo(func() {
+		defer workers.Add(-1)
+		f()
+	})
+}
+
+var workers atomic.Int32
+
+// Workers returns the number of goroutines started with Go that have not
+// returned.
+func Workers() int { return int(workers.Load()) }

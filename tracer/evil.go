@@ -86,6 +86,7 @@ type Frame struct {
 // (Dropped).
 type EvilMethodTracer struct {
 	threshold atomic.Int64 // ns
+	scenes    atomic.Pointer[sceneTable]
 	jobs      chan *evilJob
 	dropped   atomic.Uint64
 	cpu       cpuTable
@@ -118,6 +119,18 @@ func (t *EvilMethodTracer) SetThreshold(threshold time.Duration) {
 		threshold = DefaultEvilThreshold
 	}
 	t.threshold.Store(int64(threshold))
+}
+
+// SetSlowForScene also reports, under the threshold, the dispatches that
+// are slow for their scene (see SceneConfig): at least floor and over the
+// 99th percentile of the scene's recent dispatches. A floor of 0 or less
+// turns this off: the threshold alone applies.
+func (t *EvilMethodTracer) SetSlowForScene(floor time.Duration, cfg SceneConfig) {
+	if floor <= 0 {
+		t.scenes.Store(nil)
+		return
+	}
+	t.scenes.Store(newSceneTable(floor, cfg))
 }
 
 // Threshold returns the current threshold.
@@ -169,13 +182,27 @@ func (t *EvilMethodTracer) DispatchBegin(d *beat.Dispatch) {
 // records is exact.
 func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 	cost := d.Cost()
-	if cost < time.Duration(t.threshold.Load()) || d.Abandoned() {
+	threshold := time.Duration(t.threshold.Load())
+	var v verdict
+	if st := t.scenes.Load(); st != nil && !d.Abandoned() {
+		scene := d.Scene()
+		if scene == "" {
+			scene = d.Name()
+		}
+		v = st.observe(scene, cost, cost >= threshold, d.Start().Add(cost))
+		if cost >= threshold {
+			v = verdict{report: true, why: "at least the threshold of " + msText(threshold)}
+		}
+	} else {
+		v.report = cost >= threshold
+	}
+	if !v.report || d.Abandoned() {
 		if cpuSupported {
 			t.cpu.release(d.Goid())
 		}
 		return
 	}
-	t.slow(d, cost)
+	t.slow(d, cost, v)
 }
 
 // evilJob is what the analysis goroutine needs of one slow dispatch.
@@ -191,6 +218,8 @@ type evilJob struct {
 	cost     time.Duration
 	endMs    uint64
 	end      time.Time
+	why      string        // why it was taken, in "slow for its scene" mode
+	heldBack uint64        // its scene's slow dispatches not reported before it
 	cpuNs    int64         // process CPU time
 	cpuWall  time.Duration // over this wall time
 	hasCPU   bool
@@ -204,8 +233,9 @@ func putJob(j *evilJob) {
 	jobPool.Put(j)
 }
 
-func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration) {
+func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict) {
 	j := jobPool.Get().(*evilJob)
+	j.why, j.heldBack = v.why, v.heldBack
 	if begin, ok := t.cpu.take(d.Goid()); ok {
 		if end, ok := t.clock.refresh(); ok && end.ns >= begin.ns && end.at > begin.at {
 			j.cpuNs, j.cpuWall, j.hasCPU = end.ns-begin.ns, end.at-begin.at, true
@@ -266,6 +296,8 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		Scene:       scene,
 		Dispatch:    &DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid, ID: j.id},
 		TraceParent: validTraceParent(j.traceCtx),
+		Why:         j.why,
+		HeldBack:    j.heldBack,
 	}
 	tree.fill(r, treeNote(dispatchRecording(j.recorded), len(j.recs) > 0))
 	if j.hasCPU {

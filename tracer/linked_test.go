@@ -184,8 +184,12 @@ func TestSlowDispatchReported(t *testing.T) {
 	}
 }
 
+// TestFastDispatchNotReported: with a fixed threshold (no floor), a
+// dispatch under it is not reported.
 func TestFastDispatchNotReported(t *testing.T) {
-	p, got, _ := startPlugin(t, DefaultTraceConfig())
+	cfg := DefaultTraceConfig()
+	cfg.EvilFloor = 0
+	p, got, _ := startPlugin(t, cfg)
 	beat.Run("fast-job", func() {
 		beat.Enter(idA)
 		time.Sleep(100 * time.Millisecond)
@@ -262,6 +266,9 @@ func waitGoroutines(t *testing.T, want int) {
 	}
 }
 
+// workers counts the tracers' worker goroutines.
+func workers() int { return beat.Workers() }
+
 func TestStartStopLeaksNoGoroutine(t *testing.T) {
 	requireLinked(t)
 	cfg := DefaultTraceConfig()
@@ -287,8 +294,10 @@ func TestStartStopLeaksNoGoroutine(t *testing.T) {
 		if err := p.Start(); err != nil { // idempotent
 			t.Fatal(err)
 		}
-		if !beat.Started() || runtime.NumGoroutine() < before+3 {
-			t.Fatalf("cycle %d: recorder %v, %d goroutines (want clock, delivery, analysis)", i, beat.Started(), runtime.NumGoroutine())
+		// The workers (delivery, analysis, watchdog, start-up) run on
+		// goroutines the program does not see (beat.Go).
+		if !beat.Started() || runtime.NumGoroutine() != before || workers() < 4 {
+			t.Fatalf("cycle %d: recorder %v, %d goroutines (want %d), %d workers (want delivery, analysis, watchdog, start-up)", i, beat.Started(), runtime.NumGoroutine(), before, workers())
 		}
 		beat.Run("cycle", func() { beat.Enter(idA); time.Sleep(3 * time.Millisecond); beat.Exit(idA) })
 		p.Stop()
@@ -297,6 +306,12 @@ func TestStartStopLeaksNoGoroutine(t *testing.T) {
 			t.Fatal("Stop left the recorder running")
 		}
 		waitGoroutines(t, before)
+		for deadline := time.Now().Add(3 * time.Second); workers() > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if n := workers(); n > 0 {
+			t.Fatalf("cycle %d: %d workers left after Stop", i, n)
+		}
 	}
 	if n := len(got.all()); n != 5 {
 		t.Errorf("got %d issues over 5 cycles, want 5", n)

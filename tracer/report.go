@@ -51,6 +51,14 @@ type EvilReport struct {
 	// TraceParent is the W3C traceparent of the request, when it had a
 	// valid one.
 	TraceParent string `json:"traceparent,omitempty"`
+	// Why says why a slow call was reported when dispatches slow for
+	// their scene are (EvilFloor): "p99 of GET /orders/{id} over the last
+	// 1000: 212 ms", "at least the floor of 100 ms (3 earlier GET
+	// /orders/{id})", "at least the threshold of 700 ms".
+	Why string `json:"why,omitempty"`
+	// HeldBack counts the dispatches of the scene that were slow for it
+	// but not reported since its last report (SceneConfig's bound).
+	HeldBack uint64 `json:"heldBack,omitempty"`
 }
 
 // DispatchFields name the dispatch of an EvilReport.

@@ -30,6 +30,15 @@ type TraceConfig struct {
 	// EvilThreshold is the dispatch wall time from which a dispatch is
 	// reported as a slow call. Default DefaultEvilThreshold (700 ms).
 	EvilThreshold time.Duration
+	// EvilFloor, if positive, also reports a dispatch under
+	// EvilThreshold that is slow for its scene: at least EvilFloor and
+	// over the 99th percentile of the scene's recent dispatches (see
+	// SceneConfig). DefaultTraceConfig sets it to DefaultEvilFloor;
+	// ConfigFromEnv sets it to 0, for a fixed threshold alone, when
+	// MATRIX_EVIL_THRESHOLD_MS is set.
+	EvilFloor time.Duration
+	// EvilScenes configures the estimate of each scene's costs.
+	EvilScenes SceneConfig
 	// AnalysisBacklog bounds the slow dispatches waiting for analysis
 	// (each holds a copy of its records). Default DefaultAnalysisBacklog.
 	AnalysisBacklog int
@@ -76,7 +85,8 @@ type TraceConfig struct {
 }
 
 // DefaultTraceConfig returns Matrix's defaults: the slow-call tracer on
-// with a 700 ms threshold, the frame tracer on (a Trace_FPS report per
+// with a 700 ms threshold and, under it, dispatches slow for their scene
+// from 100 ms (EvilFloor), the frame tracer on (a Trace_FPS report per
 // scene every 10 s of frame time), and the lag/ANR watchdog on (LAG at 2 s,
 // ANR at 5 s), and the start-up tracer on (STARTUP call tree over 10 s
 // cold, 4 s warm).
@@ -84,6 +94,7 @@ func DefaultTraceConfig() TraceConfig {
 	return TraceConfig{
 		EvilMethod:      true,
 		EvilThreshold:   DefaultEvilThreshold,
+		EvilFloor:       DefaultEvilFloor,
 		AnalysisBacklog: DefaultAnalysisBacklog,
 		Beat: beat.Config{BufferSize: beat.DefaultBufferSize, MaxBuffers: beat.DefaultMaxBuffers,
 			MaxChildren: beat.DefaultMaxChildren, ChildBufferSize: beat.DefaultChildBufferSize},
@@ -115,6 +126,11 @@ const (
 	EnvChildBufferSize = "MATRIX_CHILD_BUFFER_SIZE"
 	// EnvQueueSize is the number of issues queued for the listeners.
 	EnvQueueSize = "MATRIX_QUEUE_SIZE"
+	// EnvEvilFloorMs is the floor of "slow for its scene" in ms.
+	EnvEvilFloorMs = "MATRIX_EVIL_FLOOR_MS"
+	// EnvEvilSceneReportsPerMin bounds the reports per scene taken for
+	// being slow for it.
+	EnvEvilSceneReportsPerMin = "MATRIX_EVIL_SCENE_REPORTS_PER_MIN"
 	// EnvEvilMethod turns the slow-call tracer on or off.
 	EnvEvilMethod = "MATRIX_EVIL_METHOD"
 )
@@ -131,7 +147,11 @@ const (
 // ConfigFromEnv returns DefaultTraceConfig changed by the environment
 // variables that are set (getenv is os.Getenv, or a stub in tests):
 //
-//	MATRIX_EVIL_THRESHOLD_MS  slow-call threshold in ms (1..86400000)
+//	MATRIX_EVIL_THRESHOLD_MS  slow-call threshold in ms (1..86400000); set,
+//	                          it is the only rule (EvilFloor 0)
+//	MATRIX_EVIL_FLOOR_MS      floor of "slow for its scene" in ms (1..86400000)
+//	MATRIX_EVIL_SCENE_REPORTS_PER_MIN  reports per scene a minute for being
+//	                          slow for it (1..1000000)
 //	MATRIX_BUFFER_SIZE        records per recording buffer (1..16777216)
 //	MATRIX_MAX_BUFFERS        dispatches recorded at once (1..4096)
 //	MATRIX_MAX_CHILDREN       goroutines recorded per dispatch (0..4096)
@@ -156,7 +176,13 @@ const (
 func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	cfg := DefaultTraceConfig()
 	p := &envParser{getenv: getenv}
-	p.msVar(EnvEvilThresholdMs, &cfg.EvilThreshold)
+	if p.msVar(EnvEvilThresholdMs, &cfg.EvilThreshold) {
+		cfg.EvilFloor = 0
+	}
+	if cfg.EvilFloor > 0 {
+		p.msVar(EnvEvilFloorMs, &cfg.EvilFloor)
+		p.intVar(EnvEvilSceneReportsPerMin, 1, 1000000, &cfg.EvilScenes.ReportsPerMinute)
+	}
 	p.intVar(EnvBufferSize, 1, maxEnvBufferSize, &cfg.Beat.BufferSize)
 	p.intVar(EnvMaxBuffers, 1, maxEnvMaxBuffers, &cfg.Beat.MaxBuffers)
 	maxKids := -1
@@ -225,7 +251,9 @@ func NewTracePlugin(cfg TraceConfig) *TracePlugin {
 	}
 	p := &TracePlugin{cfg: cfg, q: newQueue(cfg.QueueSize, cfg.Logger)}
 	if cfg.EvilMethod {
-		p.tracers = append(p.tracers, NewEvilMethodTracer(cfg.EvilThreshold, cfg.AnalysisBacklog))
+		t := NewEvilMethodTracer(cfg.EvilThreshold, cfg.AnalysisBacklog)
+		t.SetSlowForScene(cfg.EvilFloor, cfg.EvilScenes)
+		p.tracers = append(p.tracers, t)
 	}
 	if cfg.FPS {
 		p.tracers = append(p.tracers, NewFrameTracer(cfg.Frame))

@@ -1,0 +1,248 @@
+package tracer
+
+import (
+	"math/bits"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Slow for its scene.
+//
+// A fixed threshold is Matrix's rule for an Android UI thread, where 700 ms
+// is slow whatever the screen. A service's routes differ by orders of
+// magnitude: a route that usually answers in 5 ms is slow at 300 ms, and a
+// report that waits for 700 ms never comes. So, unless a threshold is set,
+// the slow-call tracer keeps, for each scene (the route template, the test,
+// …), a histogram of the costs of its recent dispatches, and reports a
+// dispatch that
+//
+//   - took the absolute threshold (EvilThreshold) or longer: always, as
+//     with a fixed threshold; or
+//   - took at least the floor (EvilFloor) and more than the 99th percentile
+//     of its scene's last Window dispatches. Until the scene has MinSamples
+//     dispatches, the floor alone applies.
+//
+// Reports of the second kind are bounded per scene (ReportsPerMinute); the
+// dispatches held back are counted and the next report of the scene says
+// how many (heldBack). Every report of this mode says why it was taken
+// (why): "p99 of GET /orders/{id} over the last 1000: 212 ms", "at least
+// the floor of 100 ms (12 earlier GET /orders/{id})", "over the threshold
+// of 700 ms".
+//
+// The estimate: each scene has two histograms of Window/2 dispatches each,
+// the current one and the one before; when the current one is full it
+// replaces the older. The percentile is read over both, so over the last
+// Window/2 to Window dispatches. Buckets are powers of two of a microsecond,
+// each split in four (at most 25 % wide, from 1 ms to 2^32 µs, 71 minutes), and the
+// percentile is the upper edge of its bucket: a dispatch is taken when it
+// is beyond that bucket. Recording a dispatch is a lock, a bucket increment
+// and a count; the percentile is computed only for a dispatch over the
+// floor. At most MaxScenes scenes have histograms of their own (2 × 93
+// counters of 4 bytes, under 1 KiB each: at most 256 KiB); the dispatches
+// of scenes beyond share one.
+
+// Defaults of "slow for its scene".
+const (
+	// DefaultEvilFloor is the cost under which no dispatch is slow for
+	// its scene: below it, no service owner looks for a call tree.
+	DefaultEvilFloor = 100 * time.Millisecond
+	// DefaultSceneWindow is the number of recent dispatches of a scene
+	// whose percentile is taken.
+	DefaultSceneWindow = 1000
+	// DefaultSceneMinSamples is the number of dispatches a scene needs
+	// before its percentile is used.
+	DefaultSceneMinSamples = 100
+	// DefaultSceneReportsPerMinute bounds the reports per scene taken for
+	// being slow for it.
+	DefaultSceneReportsPerMinute = 6
+	// DefaultMaxScenes is the number of scenes with histograms of their
+	// own.
+	DefaultMaxScenes = 256
+)
+
+// SceneConfig configures "slow for its scene". Zero values mean the
+// defaults.
+type SceneConfig struct {
+	// Window is the number of recent dispatches of a scene its
+	// percentile is taken over (DefaultSceneWindow).
+	Window int
+	// MinSamples is the number of dispatches a scene needs before its
+	// percentile is used (DefaultSceneMinSamples).
+	MinSamples int
+	// ReportsPerMinute bounds the reports per scene taken for being slow
+	// for it (DefaultSceneReportsPerMinute).
+	ReportsPerMinute int
+	// MaxScenes is the number of scenes with histograms of their own
+	// (DefaultMaxScenes).
+	MaxScenes int
+}
+
+func (c SceneConfig) withDefaults() SceneConfig {
+	if c.Window <= 1 {
+		c.Window = DefaultSceneWindow
+	}
+	if c.MinSamples <= 0 {
+		c.MinSamples = DefaultSceneMinSamples
+	}
+	if c.ReportsPerMinute <= 0 {
+		c.ReportsPerMinute = DefaultSceneReportsPerMinute
+	}
+	if c.MaxScenes <= 0 {
+		c.MaxScenes = DefaultMaxScenes
+	}
+	return c
+}
+
+// Histogram buckets: bucket 0 holds costs under 1024 µs; then 4 per power
+// of two of a microsecond, from 2^10 µs up.
+const (
+	bucketsPerOctave = 4
+	firstOctave      = 10 // 1024 µs
+	octaves          = 23
+	histBuckets      = 1 + octaves*bucketsPerOctave
+)
+
+// bucketOf returns the bucket of a cost.
+func bucketOf(d time.Duration) int {
+	us := uint64(d / time.Microsecond)
+	if us < 1<<firstOctave {
+		return 0
+	}
+	e := bits.Len64(us) - 1 // us in [2^e, 2^(e+1))
+	sub := int((us >> (e - 2)) & 3)
+	b := 1 + (e-firstOctave)*bucketsPerOctave + sub
+	if b >= histBuckets {
+		b = histBuckets - 1
+	}
+	return b
+}
+
+// bucketEdge returns the upper edge of bucket b: every cost in it is under
+// the edge.
+func bucketEdge(b int) time.Duration {
+	if b == 0 {
+		return (1 << firstOctave) * time.Microsecond
+	}
+	e, sub := firstOctave+(b-1)/bucketsPerOctave, (b-1)%bucketsPerOctave
+	octave := time.Duration(uint64(1)<<e) * time.Microsecond
+	return octave + octave*time.Duration(sub+1)/bucketsPerOctave
+}
+
+// sceneCosts is the cost estimate of one scene.
+type sceneCosts struct {
+	mu         sync.Mutex
+	cur, prev  [histBuckets]uint32
+	nCur, nOld int
+	minute     time.Time // start of the current rate-limit minute
+	reported   int       // reports taken for being slow in that minute
+	heldBack   uint64    // slow dispatches not reported since the last report
+}
+
+// sceneTable holds the estimates of every scene.
+type sceneTable struct {
+	cfg    SceneConfig
+	floor  time.Duration
+	mu     sync.RWMutex
+	scenes map[string]*sceneCosts
+	other  sceneCosts // scenes past MaxScenes
+}
+
+func newSceneTable(floor time.Duration, cfg SceneConfig) *sceneTable {
+	return &sceneTable{cfg: cfg.withDefaults(), floor: floor, scenes: map[string]*sceneCosts{}}
+}
+
+// stats returns the estimate of scene, creating it if there is room.
+func (t *sceneTable) stats(scene string) *sceneCosts {
+	t.mu.RLock()
+	s, ok := t.scenes[scene]
+	t.mu.RUnlock()
+	if ok {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.scenes[scene]; ok {
+		return s
+	}
+	if len(t.scenes) >= t.cfg.MaxScenes {
+		return &t.other
+	}
+	s = &sceneCosts{}
+	t.scenes[scene] = s
+	return s
+}
+
+// verdict is the decision on one dispatch.
+type verdict struct {
+	report   bool
+	why      string
+	heldBack uint64
+}
+
+// observe records a dispatch of scene that took cost, ending at now, and
+// decides whether it is slow for the scene; absolute says it is reported
+// anyway (over the threshold), so that it is only counted. It decides
+// before counting the dispatch, so that a dispatch is compared with the
+// ones before it.
+func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, now time.Time) verdict {
+	s := t.stats(scene)
+	b := bucketOf(cost)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var v verdict
+	if cost >= t.floor && !absolute {
+		n := s.nCur + s.nOld
+		switch {
+		case n < t.cfg.MinSamples:
+			v.report = true
+			v.why = "at least the floor of " + msText(t.floor) + " (" + strconv.Itoa(n) + " earlier " + scene + ")"
+		default:
+			if edge := s.percentileEdge(0.99, n); cost >= edge {
+				v.report = true
+				v.why = "p99 of " + scene + " over the last " + strconv.Itoa(n) + ": " + msText(edge)
+			}
+		}
+		if v.report {
+			if now.Sub(s.minute) >= time.Minute {
+				s.minute, s.reported = now, 0
+			}
+			if s.reported >= t.cfg.ReportsPerMinute {
+				v = verdict{}
+				s.heldBack++
+			} else {
+				s.reported++
+				v.heldBack, s.heldBack = s.heldBack, 0
+			}
+		}
+	}
+	s.cur[b]++
+	s.nCur++
+	if s.nCur >= t.cfg.Window/2 {
+		s.prev, s.nOld = s.cur, s.nCur
+		s.cur, s.nCur = [histBuckets]uint32{}, 0
+	}
+	return v
+}
+
+// percentileEdge returns the upper edge of the bucket holding the q-th
+// quantile of the n dispatches in both histograms.
+func (s *sceneCosts) percentileEdge(q float64, n int) time.Duration {
+	rank := int(q*float64(n) + 0.5)
+	if rank < 1 {
+		rank = 1
+	}
+	seen := 0
+	for b := 0; b < histBuckets; b++ {
+		seen += int(s.cur[b]) + int(s.prev[b])
+		if seen >= rank {
+			return bucketEdge(b)
+		}
+	}
+	return bucketEdge(histBuckets - 1)
+}
+
+// msText renders d as "212 ms".
+func msText(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+}

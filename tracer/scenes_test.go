@@ -1,0 +1,119 @@
+package tracer
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBucketEdges: every cost is under the upper edge of its bucket and at
+// or over the edge of the bucket before, and buckets are at most a quarter
+// of an octave wide.
+func TestBucketEdges(t *testing.T) {
+	for ms := 1; ms < 5000; ms++ {
+		d := time.Duration(ms)*time.Millisecond + 300*time.Microsecond
+		b := bucketOf(d)
+		if d >= bucketEdge(b) {
+			t.Fatalf("%v in bucket %d, whose edge is %v", d, b, bucketEdge(b))
+		}
+		if b > 0 && d < bucketEdge(b-1) {
+			t.Fatalf("%v in bucket %d, under the edge %v of the bucket before", d, b, bucketEdge(b-1))
+		}
+		if w := bucketEdge(b) - bucketEdge(max(b-1, 0)); b > 0 && float64(w) > 0.26*float64(d) {
+			t.Fatalf("bucket %d of %v is %v wide", b, d, w)
+		}
+	}
+}
+
+// TestSlowForItsScene: a route that usually takes 5 ms reports its 300 ms
+// dispatches and never a 5 ms one; a dispatch under the floor is never
+// slow; until the scene has enough dispatches the floor alone applies; and
+// a scene whose every dispatch takes 300 ms stops being slow for itself.
+func TestSlowForItsScene(t *testing.T) {
+	st := newSceneTable(100*time.Millisecond, SceneConfig{ReportsPerMinute: 1000})
+	now := time.Unix(1e6, 0)
+	const scene = "GET /orders/{id}"
+	// Few samples: the floor alone.
+	if v := st.observe(scene, 300*time.Millisecond, false, now); !v.report || !strings.Contains(v.why, "floor of 100 ms (0 earlier GET /orders/{id})") {
+		t.Fatalf("first slow dispatch: %+v", v)
+	}
+	if v := st.observe(scene, 50*time.Millisecond, false, now); v.report {
+		t.Fatalf("a dispatch under the floor was taken: %+v", v)
+	}
+	reported, fast := 0, 0
+	for i := range 5000 {
+		cost := 5 * time.Millisecond
+		if i%200 == 199 {
+			cost = 300 * time.Millisecond
+		}
+		v := st.observe(scene, cost, false, now)
+		if v.report {
+			if cost < 100*time.Millisecond {
+				fast++
+			}
+			reported++
+			if i > 1000 && !strings.HasPrefix(v.why, "p99 of GET /orders/{id} over the last ") {
+				t.Fatalf("why: %q", v.why)
+			}
+		}
+	}
+	if fast != 0 || reported != 25 {
+		t.Fatalf("%d reports of 25 slow dispatches, %d of fast ones", reported, fast)
+	}
+	// Every dispatch slow: after the window fills, 300 ms is the scene's
+	// normal, and nothing more is taken.
+	other := "GET /slow"
+	taken := 0
+	for range 3000 {
+		if st.observe(other, 300*time.Millisecond, false, now).report {
+			taken++
+		}
+	}
+	if taken > DefaultSceneMinSamples+2 {
+		t.Fatalf("%d of 3000 equal dispatches taken as slow for their scene", taken)
+	}
+}
+
+// TestSceneReportsBounded: a flood of slow dispatches of one scene is
+// reported at most ReportsPerMinute times a minute; those held back are
+// counted and the next report says how many; another scene is not held back
+// by the first.
+func TestSceneReportsBounded(t *testing.T) {
+	// A scene that has not yet had enough dispatches for its percentile:
+	// the floor applies to every one.
+	st := newSceneTable(100*time.Millisecond, SceneConfig{ReportsPerMinute: 3, MinSamples: 1 << 20})
+	now := time.Unix(1e6, 0)
+	n := 0
+	for i := range 1000 {
+		at := now.Add(time.Duration(i) * time.Millisecond) // within a minute
+		if st.observe("GET /a", 200*time.Millisecond, false, at).report {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d reports in a minute, want 3", n)
+	}
+	if !st.observe("GET /b", 200*time.Millisecond, false, now).report {
+		t.Fatal("another scene was held back")
+	}
+	v := st.observe("GET /a", 200*time.Millisecond, false, now.Add(2*time.Minute))
+	if !v.report || v.heldBack != 997 {
+		t.Fatalf("a minute later: %+v, want a report with 997 held back", v)
+	}
+}
+
+// TestScenesBounded: scenes past MaxScenes share one estimate, so memory
+// stays bounded however many scenes a program has.
+func TestScenesBounded(t *testing.T) {
+	st := newSceneTable(100*time.Millisecond, SceneConfig{MaxScenes: 4})
+	now := time.Unix(1e6, 0)
+	for i := range 100 {
+		st.observe("scene "+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Millisecond, false, now)
+	}
+	if len(st.scenes) != 4 {
+		t.Fatalf("%d scenes with estimates of their own, want 4", len(st.scenes))
+	}
+	if st.other.nCur+st.other.nOld != 96 {
+		t.Fatalf("the shared estimate has %d dispatches, want 96", st.other.nCur+st.other.nOld)
+	}
+}
