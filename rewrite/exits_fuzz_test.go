@@ -294,66 +294,77 @@ func FuzzExitShapes(f *testing.F) {
 		if len(data) < 2 {
 			return
 		}
-		src := exitProgram(data)
-		plain, inst := t.TempDir(), t.TempDir()
-		gomod := []byte("module example.com/shapes\n\ngo 1.24\n")
-		for _, d := range []string{plain, inst} {
-			if err := os.WriteFile(filepath.Join(d, "go.mod"), gomod, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(d, "main.go"), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 		// The high bit of the first byte leaves out the hook-free copies.
 		copyBudget := DefaultCopyBudget
 		if data[0]&0x80 != 0 {
 			copyBudget = 0
 		}
-		p, err := NewPlan([]string{filepath.Join(inst, "main.go")}, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true, CopyBudget: copyBudget})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := make([]uint32, len(p.Funcs))
-		for i := range ids {
-			ids[i] = uint32(i + 1)
-		}
-		hasMain := false
-		for i, fn := range p.Funcs {
-			if fn.Name == "main" {
-				ids[i], ids[0] = ids[0], ids[i] // main.main is id 1
-				hasMain = true
+		compareRewritten(t, exitProgram(data), "", func(path string) []byte {
+			p, err := NewPlan([]string{path}, Options{PkgPath: "main", InlineBudget: -1, ReturnExits: true, CopyBudget: copyBudget})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if !hasMain || len(p.Funcs) < len(data)/2 {
-			t.Fatalf("%d functions instrumented, main among them: %v", len(p.Funcs), hasMain)
-		}
-		out, err := p.Apply(ids)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The rewritten file keeps the original name through its line
-		// directives: write it in place of the original.
-		if err := os.WriteFile(filepath.Join(inst, "main.go"), out[0].Src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(inst, "hooks.go"), []byte(stubHooks), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		wantOut, _ := buildRun(t, plain)
-		gotOut, gotErr := buildRun(t, inst)
-		if gotOut != wantOut {
-			t.Fatalf("output differs\nplain:\n%s\ninstrumented:\n%s\nprogram:\n%s", wantOut, gotOut, out[0].Src)
-		}
-		if !strings.Contains(gotErr, "hooks balanced") {
-			t.Fatalf("main's exit not recorded or unbalanced: %q", gotErr)
-		}
-		// With the recorder off, the hook-free copies run.
-		offOut, _ := runBin(t, filepath.Join(inst, "prog"), "MATRIX_STUB_OFF=1")
-		if offOut != wantOut {
-			t.Fatalf("output with the recorder off differs\nplain:\n%s\ninstrumented:\n%s\nprogram:\n%s", wantOut, offOut, out[0].Src)
-		}
+			ids := make([]uint32, len(p.Funcs))
+			for i := range ids {
+				ids[i] = uint32(i + 1)
+			}
+			hasMain := false
+			for i, fn := range p.Funcs {
+				if fn.Name == "main" {
+					ids[i], ids[0] = ids[0], ids[i] // main.main is id 1
+					hasMain = true
+				}
+			}
+			if !hasMain || len(p.Funcs) < len(data)/2 {
+				t.Fatalf("%d functions instrumented, main among them: %v", len(p.Funcs), hasMain)
+			}
+			out, err := p.Apply(ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out[0].Src
+		})
 	})
+}
+
+// compareRewritten builds the program src (package main, one file) plain
+// and as rewrite rewrites it (given the path of a copy, it returns the
+// rewritten file, which keeps the original name through its line
+// directives), with the stub hooks, and fails unless both print the same,
+// with the recorder on and off (the hook-free copies), and the recorded
+// exits match the enters. what names the rewrite in messages.
+func compareRewritten(t *testing.T, src, what string, rewrite func(path string) []byte) {
+	t.Helper()
+	plain, inst := t.TempDir(), t.TempDir()
+	gomod := []byte("module example.com/shapes\n\ngo 1.24\n")
+	for _, d := range []string{plain, inst} {
+		if err := os.WriteFile(filepath.Join(d, "go.mod"), gomod, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "main.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := rewrite(filepath.Join(inst, "main.go"))
+	if err := os.WriteFile(filepath.Join(inst, "main.go"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inst, "hooks.go"), []byte(stubHooks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantOut, _ := buildRun(t, plain)
+	gotOut, gotErr := buildRun(t, inst)
+	if gotOut != wantOut {
+		t.Fatalf("%soutput differs\nplain:\n%s\ninstrumented:\n%s\nprogram:\n%s", what, wantOut, gotOut, out)
+	}
+	if !strings.Contains(gotErr, "hooks balanced") {
+		t.Fatalf("%smain's exit not recorded or unbalanced: %q", what, gotErr)
+	}
+	// With the recorder off, the hook-free copies run.
+	offOut, _ := runBin(t, filepath.Join(inst, "prog"), "MATRIX_STUB_OFF=1")
+	if offOut != wantOut {
+		t.Fatalf("%soutput with the recorder off differs\nplain:\n%s\ninstrumented:\n%s\nprogram:\n%s", what, wantOut, offOut, out)
+	}
 }
 
 // exitShapeSeeds returns FuzzExitShapes's seeds: every shape in order and in

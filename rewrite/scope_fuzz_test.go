@@ -169,41 +169,16 @@ func FuzzScopes(f *testing.F) {
 			return
 		}
 		src, mode := scopeProgram(data)
-		plain, inst := t.TempDir(), t.TempDir()
-		gomod := []byte("module example.com/scopes\n\ngo 1.24\n")
-		for _, d := range []string{plain, inst} {
-			if err := os.WriteFile(filepath.Join(d, "go.mod"), gomod, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(d, "main.go"), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 		if !typeChecks(map[string][]byte{"main.go": []byte(src)}) {
 			return // a combination Go rejects (a label used twice, say)
 		}
-		p, out, ids := scopeRewrite(t, filepath.Join(inst, "main.go"), mode)
-		if !typeChecks(map[string][]byte{"main.go": out, HooksFileName: p.HooksFile(ids)}) {
-			t.Fatalf("%s: the rewritten program does not type-check\n%s", scopeModes[mode].name, out)
-		}
-		if err := os.WriteFile(filepath.Join(inst, "main.go"), out, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(inst, "hooks.go"), []byte(stubHooks), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		wantOut, _ := buildRun(t, plain)
-		gotOut, gotErr := buildRun(t, inst)
-		if gotOut != wantOut {
-			t.Fatalf("%s: output differs\nplain:\n%s\ninstrumented:\n%s\nprogram:\n%s", scopeModes[mode].name, wantOut, gotOut, out)
-		}
-		if !strings.Contains(gotErr, "hooks balanced") {
-			t.Fatalf("main's exit not recorded or unbalanced: %q", gotErr)
-		}
-		offOut, _ := runBin(t, filepath.Join(inst, "prog"), "MATRIX_STUB_OFF=1")
-		if offOut != wantOut {
-			t.Fatalf("%s: output with the recorder off differs\nplain:\n%s\ninstrumented:\n%s\nprogram:\n%s", scopeModes[mode].name, wantOut, offOut, out)
-		}
+		compareRewritten(t, src, scopeModes[mode].name+": ", func(path string) []byte {
+			p, out, ids := scopeRewrite(t, path, mode)
+			if !typeChecks(map[string][]byte{"main.go": out, HooksFileName: p.HooksFile(ids)}) {
+				t.Fatalf("%s: the rewritten program does not type-check\n%s", scopeModes[mode].name, out)
+			}
+			return out
+		})
 	})
 }
 
