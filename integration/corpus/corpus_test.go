@@ -100,6 +100,9 @@ func TestCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs third-party test suites plain and under matrixexec (minutes); skipped in -short mode")
 	}
+	if mode == "ci" && !testgo.Long() {
+		t.Skip("runs third-party test suites plain and under matrixexec (the exhaustive tier): set MATRIX_TEST_LONG=1, or MATRIX_CORPUS=full")
+	}
 	r := newRunner(t, mode)
 	var results []*result
 	for _, m := range corpus {
@@ -130,7 +133,7 @@ func TestCorpusGoRelease(t *testing.T) {
 	}
 	releases := testgo.OtherReleases()
 	if len(releases) == 0 {
-		t.Skip("no other Go release (MATRIX_GO_VERSIONS=none)")
+		t.Skip(testgo.NoReleases)
 	}
 	rel := releases[len(releases)-1]
 	i := slices.IndexFunc(corpus, func(m module) bool { return m.name == "chi" })
