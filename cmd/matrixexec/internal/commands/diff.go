@@ -467,6 +467,11 @@ func comparePaths(scene string, b, h *sceneAgg, o diffOptions) []finding {
 	for p := range h.paths {
 		paths[p] = true
 	}
+	// Many paths are compared at once: each is judged at Alpha divided
+	// by their number (Bonferroni), so that the chance of any false
+	// finding in the scene stays under Alpha.
+	po := o
+	po.Alpha = o.Alpha / float64(len(paths))
 	found := map[string]*finding{}
 	var out []finding
 	for path := range paths {
@@ -490,7 +495,7 @@ func comparePaths(scene string, b, h *sceneAgg, o diffOptions) []finding {
 		default:
 			f.Kind = findTime
 		}
-		if !o.significant(f.BaseMs, f.DeltaMs, f.P, f.Kind == findTime) {
+		if !po.significant(f.BaseMs, f.DeltaMs, f.P, f.Kind == findTime) {
 			continue
 		}
 		f.Regression = f.DeltaMs > 0

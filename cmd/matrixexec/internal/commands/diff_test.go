@@ -261,3 +261,13 @@ func TestDiffUsage(t *testing.T) {
 		}
 	}
 }
+
+// Two runs of one version of a test suite (integration's diff.txtar, -count=5)
+// on a loaded machine: some of the many paths of a test's tree differ by
+// chance at p < 0.05, and none is a finding.
+func TestDiffSameVersionRecorded(t *testing.T) {
+	code, out, errs := mx(t, "", "diff", "testdata/diff/same-a.jsonl", "testdata/diff/same-b.jsonl")
+	if code != 0 || !strings.Contains(out, "no significant change in 5 scenes\n") {
+		t.Errorf("exit %d: %s\n%s", code, errs, out)
+	}
+}
