@@ -306,7 +306,7 @@ func (t *SummaryTracer) add(j *evilJob, recs []analysis.Record) {
 		s.costs[j.cost.Milliseconds()]++
 		return
 	}
-	tree := buildTree(j.recs, recs, analysis.Strict, j.endMs, j.cost.Milliseconds())
+	tree := buildWholeTree(j.recs, recs, analysis.Strict, j.endMs, j.cost.Milliseconds())
 	s.costs[tree.res.Cost]++
 	for _, nd := range FramePaths(tree.frames) {
 		p := s.paths[nd.Path]

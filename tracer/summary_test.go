@@ -95,3 +95,35 @@ func TestSummaryTracerFoldsDispatches(t *testing.T) {
 		t.Errorf("issue %q content %v", sink.issues[0].Tag, sink.issues[0].Content)
 	}
 }
+
+// A tree longer than a report's (analysis.MaxStackLines) is summarised
+// whole: no call is trimmed away.
+func TestSummaryTracerKeepsEveryCall(t *testing.T) {
+	const D = beat.DispatchID
+	evs := []any{true, D, 0}
+	ms := 0
+	for range 30 {
+		evs = append(evs, true, idB, ms, true, idC, ms+1, false, idC, ms+2, false, idB, ms+4)
+		ms += 4
+		evs = append(evs, true, idA, ms, false, idA, ms+1)
+		ms++
+	}
+	evs = append(evs, false, D, ms)
+	st := NewSummaryTracer(0)
+	sink := &issueSink{}
+	if err := st.Start(sink); err != nil {
+		t.Fatal(err)
+	}
+	st.jobs <- &evilJob{recs: records(evs...), recorded: true, name: "loop", cost: time.Duration(ms) * time.Millisecond, endMs: uint64(ms)}
+	st.Stop()
+	r := sink.issues[0].Report.(*SummaryReport)
+	calls := map[string]int64{}
+	total := map[string]int64{}
+	for _, p := range r.Paths {
+		calls[p.Path], total[p.Path] = p.Calls, p.TotalMs
+	}
+	if calls["DISPATCH;id 1040002"] != 30 || total["DISPATCH;id 1040002"] != 120 ||
+		calls["DISPATCH;id 1040002;id 1040003"] != 30 || calls["DISPATCH;id 1040001"] != 30 {
+		t.Errorf("calls %v\ntotal %v", calls, total)
+	}
+}

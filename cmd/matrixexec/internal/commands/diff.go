@@ -543,6 +543,14 @@ func pct(delta, base float64) float64 {
 	return 100 * delta / base
 }
 
+// sceneLabel shows a scene: "(no scene)" for a dispatch without one.
+func sceneLabel(s string) string {
+	if s == "" {
+		return "(no scene)"
+	}
+	return s
+}
+
 // lastFrame returns the last frame name of a path.
 func lastFrame(path string) string {
 	return path[strings.LastIndex(path, tracer.PathSep)+1:]
@@ -626,7 +634,7 @@ func writeDiffText(w io.Writer, r *diffResult) error {
 	fmt.Fprintln(&b, r.verdict())
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		fmt.Fprintf(&b, "%3d. %s  %s  n %d/%d  %s\n", i+1, f.Scene, f.what(), f.BaseN, f.HeadN, pText(f.P))
+		fmt.Fprintf(&b, "%3d. %s  %s  n %d/%d  %s\n", i+1, sceneLabel(f.Scene), f.what(), f.BaseN, f.HeadN, pText(f.P))
 		if f.Path != "" {
 			fmt.Fprintf(&b, "     %s\n", f.Path)
 		}
@@ -678,7 +686,7 @@ func writeDiffMD(w io.Writer, r *diffResult) error {
 				path = "`" + mdCell(f.Path) + "`"
 			}
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %+.1f | %d/%d | %s | %s |\n",
-				i+1, mdCell(f.Scene), change, base, head, f.DeltaMs, f.BaseN, f.HeadN, pText(f.P), path)
+				i+1, mdCell(sceneLabel(f.Scene)), change, base, head, f.DeltaMs, f.BaseN, f.HeadN, pText(f.P), path)
 		}
 	}
 	if n := len(r.OnlyBase) + len(r.OnlyHead); n > 0 {
