@@ -28,15 +28,6 @@ func (h hist) total() int {
 	return n
 }
 
-// sum returns the sum of the observations.
-func (h hist) sum() int64 {
-	var s int64
-	for v, c := range h {
-		s += v * int64(c)
-	}
-	return s
-}
-
 // values returns the distinct values, smallest first.
 func (h hist) values() []int64 {
 	vs := make([]int64, 0, len(h))
