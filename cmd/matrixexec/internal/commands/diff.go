@@ -607,7 +607,7 @@ func (r *diffResult) verdict() string {
 			r.Regressions, r.Compared, 100*r.Options.Threshold, r.Options.MinMs, r.Options.Alpha)
 	}
 	if len(r.Findings) == 0 {
-		return fmt.Sprintf("no significant change in %d scenes", r.Compared)
+		return "no significant change in " + plural(r.Compared, "scene", "scenes")
 	}
 	changes := "changes"
 	if len(r.Findings) == 1 {
@@ -617,7 +617,8 @@ func (r *diffResult) verdict() string {
 }
 
 func setLine(name string, s *diffSet) string {
-	line := fmt.Sprintf("%s: %d dispatches in %d scenes, from %d reports (%s, %d files)", name, s.Dispatches, s.Scenes, s.Reports, s.Source, len(s.Inputs))
+	line := fmt.Sprintf("%s: %s in %s, from %s (%s, %s)", name, plural(s.Dispatches, "dispatch", "dispatches"), plural(s.Scenes, "scene", "scenes"),
+		plural(s.Reports, "report", "reports"), s.Source, plural(len(s.Inputs), "file", "files"))
 	if s.Source == sourceReports {
 		line += " (slow-call reports hold only the slow dispatches: set MATRIX_SUMMARY=on to compare all)"
 	}

@@ -234,7 +234,7 @@ func TestDiffFromSlowCallReports(t *testing.T) {
 	if !strings.Contains(errs, "skipping") || !strings.Contains(errs, "a.jsonl:10: truncated report") {
 		t.Errorf("the torn line is not told: %s", errs)
 	}
-	if !strings.Contains(out, "base: 12 dispatches in 1 scenes, from 14 reports (slow-call reports, 2 files)") {
+	if !strings.Contains(out, "base: 12 dispatches in 1 scene, from 14 reports (slow-call reports, 2 files)") {
 		t.Errorf("base line:\n%s", out)
 	}
 	if want := "  1. TestSearch  calls id 4 ×2 → ×40: +190.0 ms a dispatch (10.0 → 200.0 ms)"; !strings.Contains(out, want) {
