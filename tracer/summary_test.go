@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,5 +126,27 @@ func TestSummaryTracerKeepsEveryCall(t *testing.T) {
 	if calls["DISPATCH;id 1040002"] != 30 || total["DISPATCH;id 1040002"] != 120 ||
 		calls["DISPATCH;id 1040002;id 1040003"] != 30 || calls["DISPATCH;id 1040001"] != 30 {
 		t.Errorf("calls %v\ntotal %v", calls, total)
+	}
+}
+
+func TestConfigFromEnvSummary(t *testing.T) {
+	has := func(p *TracePlugin) bool {
+		for _, tr := range p.tracers {
+			if _, ok := tr.(*SummaryTracer); ok {
+				return true
+			}
+		}
+		return false
+	}
+	cfg, err := ConfigFromEnv(env(nil))
+	if err != nil || cfg.Summary || has(NewTracePlugin(cfg)) {
+		t.Errorf("the summary tracer is on by default (%v)", err)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{EnvSummary: "on"}))
+	if err != nil || !cfg.Summary || !has(NewTracePlugin(cfg)) {
+		t.Errorf("MATRIX_SUMMARY=on: summary %v, %v", cfg.Summary, err)
+	}
+	if _, err := ConfigFromEnv(env(map[string]string{EnvSummary: "maybe"})); err == nil || !strings.Contains(err.Error(), EnvSummary) {
+		t.Errorf("a bad MATRIX_SUMMARY: %v", err)
 	}
 }

@@ -66,6 +66,8 @@ type diffSet struct {
 	// Dropped counts dispatches the programs did not summarise.
 	Dropped uint64 `json:"dropped,omitempty"`
 
+	dropped map[string]uint64 // per process: each of its summaries has its count
+
 	summary   map[string]*sceneAgg
 	incidents map[string]*sceneAgg
 	scenes    map[string]*sceneAgg
@@ -285,7 +287,7 @@ func readDiffSet(arg string, n *names, sk *skipper) (*diffSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &diffSet{Inputs: inputs, summary: map[string]*sceneAgg{}, incidents: map[string]*sceneAgg{}}
+	s := &diffSet{Inputs: inputs, summary: map[string]*sceneAgg{}, incidents: map[string]*sceneAgg{}, dropped: map[string]uint64{}}
 	m := newMerger()
 	err = eachReport(inputs, nil, sk, func(pos string, _ []byte, r *report) error {
 		s.Reports++
@@ -338,7 +340,13 @@ func (s *diffSet) addSummary(r *report) {
 			a.costs.add(c[0], int(c[1]))
 		}
 	}
-	s.Dropped = max(s.Dropped, r.Dropped)
+	if r.Dropped > 0 {
+		key := r.Process + "\x00" + strconv.FormatInt(r.PID, 10)
+		if r.Dropped > s.dropped[key] {
+			s.Dropped += r.Dropped - s.dropped[key]
+			s.dropped[key] = r.Dropped
+		}
+	}
 }
 
 // addIncident adds the dispatch of a slow-call report.

@@ -271,3 +271,19 @@ func TestDiffSameVersionRecorded(t *testing.T) {
 		t.Errorf("exit %d: %s\n%s", code, errs, out)
 	}
 }
+
+// A process's count of dispatches it did not summarise is in each of its
+// summaries: counted once per process.
+func TestDiffDroppedPerProcess(t *testing.T) {
+	var lines string
+	for pid := 1; pid <= 2; pid++ {
+		for _, scene := range []string{"a", "b"} {
+			lines += summaryLine(t, pid, &tracer.SummaryReport{Scene: scene, Dispatches: 4, Costs: [][2]int64{{3, 4}}, Dropped: 3}) + "\n"
+		}
+	}
+	f := diffFile(t, "d.jsonl", lines)
+	code, out, errs := mx(t, "", "diff", f, f)
+	if code != 0 || !strings.Contains(out, "base: 16 dispatches in 2 scenes, from 4 reports (summaries, 1 file); 6 dispatches not summarised\n") {
+		t.Errorf("exit %d: %s\n%s", code, errs, out)
+	}
+}
