@@ -70,6 +70,17 @@ func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs ui
 	return callTree{res: res, frames: frames, key: key}
 }
 
+// buildWholeTree is buildTree without the trim: every call of the tree.
+func buildWholeTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs uint64, triggerCost int64) callTree {
+	recs := buf[:0]
+	for _, v := range raw {
+		recs = append(recs, analysis.Record(v))
+	}
+	res := analysis.AnalyzeWhole(recs, mode, endMs, triggerCost)
+	frames, key := framesOf(res)
+	return callTree{res: res, frames: frames, key: key}
+}
+
 // fill sets a report's call tree and its cost; a non-empty note says why
 // there is no tree, before a note the report already has.
 func (t callTree) fill(r *EvilReport, note string) {

@@ -80,6 +80,11 @@ type TraceConfig struct {
 	// StartupThresholds.Dynamic means Dynamic.
 	StartupThresholds StartupConfig
 
+	// Summary turns on the summary tracer (SummaryTracer): every
+	// dispatch's call tree folded into a summary of its scene, reported
+	// at Stop (TagSummary), for matrixexec diff.
+	Summary bool
+
 	// Tracers are more tracers to run, after the built-in ones.
 	Tracers []Tracer
 }
@@ -133,6 +138,8 @@ const (
 	EnvEvilSceneReportsPerMin = "MATRIX_EVIL_SCENE_REPORTS_PER_MIN"
 	// EnvEvilMethod turns the slow-call tracer on or off.
 	EnvEvilMethod = "MATRIX_EVIL_METHOD"
+	// EnvSummary turns the summary tracer on or off.
+	EnvSummary = "MATRIX_SUMMARY"
 )
 
 // Upper bounds of the values ConfigFromEnv accepts.
@@ -158,6 +165,7 @@ const (
 //	MATRIX_CHILD_BUFFER_SIZE  records per such goroutine (1..16777216)
 //	MATRIX_QUEUE_SIZE         issues queued for the listeners (1..1048576)
 //	MATRIX_EVIL_METHOD        slow-call tracer on or off (on/off, true/false, 1/0)
+//	MATRIX_SUMMARY            summary tracer on or off (default off)
 //	MATRIX_FPS                frame tracer on or off
 //	MATRIX_FPS_SLICE_MS       frame time per Trace_FPS report in ms (1..86400000)
 //	MATRIX_ANR                lag/ANR watchdog on or off
@@ -197,6 +205,7 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	p.intVar(EnvChildBufferSize, 1, maxEnvBufferSize, &cfg.Beat.ChildBufferSize)
 	p.intVar(EnvQueueSize, 1, maxEnvQueueSize, &cfg.QueueSize)
 	p.switchVar(EnvEvilMethod, &cfg.EvilMethod)
+	p.switchVar(EnvSummary, &cfg.Summary)
 	frameConfigFromEnv(p, &cfg)
 	anrConfigFromEnv(p, &cfg)
 	startupConfigFromEnv(p, &cfg)
@@ -254,6 +263,9 @@ func NewTracePlugin(cfg TraceConfig) *TracePlugin {
 		t := NewEvilMethodTracer(cfg.EvilThreshold, cfg.AnalysisBacklog)
 		t.SetSlowForScene(cfg.EvilFloor, cfg.EvilScenes)
 		p.tracers = append(p.tracers, t)
+	}
+	if cfg.Summary {
+		p.tracers = append(p.tracers, NewSummaryTracer(0))
 	}
 	if cfg.FPS {
 		p.tracers = append(p.tracers, NewFrameTracer(cfg.Frame))

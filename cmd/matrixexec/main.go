@@ -14,6 +14,8 @@
 //	matrixexec top [-by stackKey|scene] [-json] [-map FILE] [REPORT...]
 //	matrixexec pprof [-o FILE] [-map FILE] [REPORT...]
 //	matrixexec html [-o FILE] [-by stackKey|scene] [-map FILE] [REPORT...]
+//	matrixexec html -diff [-o FILE] [-map FILE] BASE HEAD
+//	matrixexec diff [-threshold 10%] [-min-ms 5] [-alpha 0.05] [-format text|md|json] [-map FILE] BASE HEAD
 //	matrixexec retrace [-map FILE] [REPORT]
 //	matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
 //	matrixexec export otlp [-endpoint URL] [-service NAME] [-map FILE] REPORT...
@@ -127,6 +129,10 @@ func usage(w io.Writer) {
                                                 write the call trees as a pprof profile
   matrixexec html [-o FILE] [-by stackKey|scene] [-map FILE] [REPORT...]
                                                 write the groups as one self-contained HTML page
+  matrixexec html -diff [-o FILE] [-map FILE] BASE HEAD
+                                                write a differential flame graph of two report sets
+  matrixexec diff [-threshold 10%] [-min-ms 5] [-alpha 0.05] [-format text|md|json] [-map FILE] BASE HEAD
+                                                compare two report sets; exit status 1 on a regression
   matrixexec retrace [-map FILE] [REPORT]       turn ids in a report into names
   matrixexec analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
                                                 analyse recorded events

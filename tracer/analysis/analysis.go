@@ -695,8 +695,18 @@ type Result struct {
 // callees' or its own running, and would name a caller whose time went into
 // a wait.
 func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
+	return analyze(recs, mode, endMs, triggerCost, MaxStackLines)
+}
+
+// AnalyzeWhole is Analyze without the trim (step 4): Items is the whole
+// call tree, for a summary that adds up every call (the summary tracer).
+func AnalyzeWhole(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
+	return analyze(recs, mode, endMs, triggerCost, math.MaxInt)
+}
+
+func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems int) Result {
 	all, times, allExts := itemsTimed(recs, mode, endMs)
-	items, kept := trim(all, MaxStackLines)
+	items, kept := trim(all, maxItems)
 	exts := keptExts(allExts, kept, len(all))
 	base := uint64(math.MaxUint64)
 	for _, t := range times {

@@ -1,7 +1,7 @@
 // Package commands implements matrixexec's user commands, which work on
-// what instrumented programs report: show, top, pprof, html, retrace,
-// analyze and export. The -toolexec proxy is package main; it hands these
-// commands over to Run.
+// what instrumented programs report: show, top, pprof, html, diff,
+// retrace, analyze and export. The -toolexec proxy is package main; it
+// hands these commands over to Run.
 package commands
 
 import (
@@ -41,6 +41,8 @@ func Run(args []string, mapPath string, stdin io.Reader, stdout, stderr io.Write
 		return pprofCmd(mapPath, args[1:], stdin, stdout, stderr)
 	case "html":
 		return htmlCmd(mapPath, args[1:], stdin, stdout, stderr)
+	case "diff":
+		return diffCmd(mapPath, args[1:], stdin, stdout, stderr)
 	case "export":
 		return exportCmd(mapPath, args[1:], stdin, stdout, stderr)
 	}

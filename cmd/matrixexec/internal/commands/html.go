@@ -36,12 +36,22 @@ func htmlCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr i
 	out := fs.String("o", "matrix.html", `output file ("-" for stdout)`)
 	by := fs.String("by", byStackKey, "group by stackKey or scene")
 	mapPath := fs.String("map", defaultMap, "method mapping file for frames the reports do not name")
+	diff := fs.Bool("diff", false, "compare two report sets, BASE HEAD (see diff): a differential flame graph")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}
 	n, err := newNames(*mapPath, flagSet(fs, "map"))
 	if err != nil {
 		return fmt.Errorf("html: %w", err)
+	}
+	if *diff {
+		if fs.NArg() != 2 {
+			return fmt.Errorf("html: -diff wants two report sets, BASE HEAD; got %d arguments", fs.NArg())
+		}
+		if err := htmlDiff(*out, n, fs.Arg(0), fs.Arg(1), stdout, stderr); err != nil {
+			return fmt.Errorf("html: %w", err)
+		}
+		return nil
 	}
 	res, err := aggregate(fs.Args(), stdin, *by, n, &skipper{w: stderr, cmd: "html"})
 	if err != nil {

@@ -43,6 +43,12 @@ type report struct {
 	DispatchID uint64 `json:"dispatchId"`
 	// ThreadStack is the goroutine's stack of a LAG or ANR report.
 	ThreadStack string `json:"threadStack"`
+	// The fields of a summary (tag Trace_Summary, tracer.SummaryReport)
+	// that diff reads.
+	Costs    [][2]int64           `json:"costs"`
+	Untraced int                  `json:"untraced"`
+	Paths    []tracer.SummaryPath `json:"paths"`
+	Dropped  uint64               `json:"dropped"`
 }
 
 // reportFrame is one call-tree node of a report: the tracer's Frame.
