@@ -37,6 +37,8 @@ type Dispatch struct {
 	name     string
 	scene    atomic.Pointer[string]
 	traceCtx atomic.Pointer[string] // the request's W3C traceparent, as received
+	request  atomic.Pointer[Request]
+	status   atomic.Int32 // the response's status code, 0 until written
 	goid     uint64
 	id       uint64 // the dispatch's number in the process (ID)
 	start    time.Time
@@ -334,6 +336,53 @@ func (d *Dispatch) SetTraceParent(tp string) {
 	if d != nil && tp != "" {
 		d.traceCtx.Store(&tp)
 	}
+}
+
+// Request is what a dispatch keeps of the HTTP request it serves: never
+// its path or query (the route pattern is the scene).
+type Request struct {
+	// Method is the request's method ("GET").
+	Method string
+	// Host is the host the request was sent to, as its Host header (or
+	// URL) says, with the port when it has one.
+	Host string
+	// Scheme is "http" or "https".
+	Scheme string
+}
+
+// SetRequest records the request the dispatch serves.
+func (d *Dispatch) SetRequest(r Request) {
+	if d != nil {
+		d.request.Store(&r)
+	}
+}
+
+// Request returns the request set by SetRequest, and whether there is
+// one. It may be called from any goroutine while the dispatch runs.
+func (d *Dispatch) Request() (Request, bool) {
+	if d == nil {
+		return Request{}, false
+	}
+	if p := d.request.Load(); p != nil {
+		return *p, true
+	}
+	return Request{}, false
+}
+
+// SetStatus records the status code of the dispatch's response; the first
+// code of at least 200 is kept (a server sends one final status).
+func (d *Dispatch) SetStatus(code int) {
+	if d != nil && code >= 200 && code <= 999 {
+		d.status.CompareAndSwap(0, int32(code))
+	}
+}
+
+// Status returns the status code set by SetStatus, or 0.
+func (d *Dispatch) Status() int {
+	if d == nil {
+		return 0
+	}
+	return int(d.status.Load())
 }
 
 // TraceParent returns the trace context set by SetTraceParent, or "". It
