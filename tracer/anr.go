@@ -469,7 +469,7 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 				Detail:   detail,
 				Cost:     s.age.Milliseconds(),
 				Scene:    scene,
-				Dispatch: DispatchFields{Name: s.name, Kind: s.kind.String(), ThreadID: s.goid, Goroutine: s.goid, ID: s.id}.withRequest(s.req),
+				Dispatch: DispatchFields{Name: s.name, Kind: s.kind.String(), ThreadID: s.goid, Goroutine: s.goid, ID: s.id}.withRequest(s.req, s.start),
 				Watchdog: &WatchdogFields{
 					ThreadStack: block,
 					Serving:     served > 0,

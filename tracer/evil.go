@@ -296,7 +296,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 	r := &EvilReport{
 		Detail:      DetailNormal,
 		Scene:       scene,
-		Dispatch:    DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid, ID: j.id}.withRequest(j.req),
+		Dispatch:    DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid, ID: j.id}.withRequest(j.req, j.end.Add(-j.cost)),
 		TraceParent: validTraceParent(j.traceCtx),
 		Why:         j.why,
 		HeldBack:    j.heldBack,

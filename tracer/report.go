@@ -86,6 +86,10 @@ type DispatchFields struct {
 	Host   string `json:"host,omitempty"`
 	Scheme string `json:"scheme,omitempty"`
 	Status int    `json:"status,omitempty"`
+	// Begin is when the dispatch began, in RFC 3339 with nanoseconds,
+	// from the same clock as the report's time: with it the dispatch's
+	// interval is known at the clock's resolution, not in whole ms.
+	Begin string `json:"begin,omitempty"`
 }
 
 // requestOf returns the request fields of d for its report.
@@ -94,9 +98,13 @@ func requestOf(d *beat.Dispatch) DispatchFields {
 	return DispatchFields{Method: r.Method, Host: r.Host, Scheme: r.Scheme, Status: d.Status()}
 }
 
-// withRequest returns f with the request fields of req.
-func (f DispatchFields) withRequest(req DispatchFields) *DispatchFields {
+// withRequest returns f with the request fields of req and the begin
+// time.
+func (f DispatchFields) withRequest(req DispatchFields, begin time.Time) *DispatchFields {
 	f.Method, f.Host, f.Scheme, f.Status = req.Method, req.Host, req.Scheme, req.Status
+	if !begin.IsZero() {
+		f.Begin = begin.Format(time.RFC3339Nano)
+	}
 	return &f
 }
 

@@ -152,7 +152,7 @@ func TestSpansFromReport(t *testing.T) {
 		t.Fatalf("%d spans, want the root and 4 nodes:\n%s", len(spans), otlptest.Dump(toTest(spans)))
 	}
 	m := byName(spans)
-	root, handler, fast, slow, wait := m["NORMAL GET /slow"], m["example.com/shop.handler"], m["example.com/shop.fast"], m["example.com/shop.slow"], m["[sync.Mutex.Lock]"]
+	root, handler, fast, slow, wait := m["GET /slow"], m["example.com/shop.handler"], m["example.com/shop.fast"], m["example.com/shop.slow"], m["[sync.Mutex.Lock]"]
 	if root == nil || handler == nil || fast == nil || slow == nil || wait == nil {
 		t.Fatalf("span names:\n%s", otlptest.Dump(toTest(spans)))
 	}
@@ -178,7 +178,7 @@ func TestSpansFromReport(t *testing.T) {
 		base := end.Add(-900 * time.Millisecond).UnixNano()
 		return (int64(s.StartTimeUnixNano) - base) / 1e6, (int64(s.EndTimeUnixNano) - base) / 1e6
 	}
-	for s, want := range map[*tracepb.Span][2]int64{root: {0, 900}, handler: {10, 890}, fast: {12, 42}, slow: {60, 860}, wait: {65, 855}} {
+	for s, want := range map[*tracepb.Span][2]int64{root: {0, 900}, handler: {10, 891}, fast: {12, 43}, slow: {60, 861}, wait: {65, 856}} {
 		if a, b := ms(s); a != want[0] || b != want[1] {
 			t.Errorf("%q spans [%d, %d] ms, want %v", s.Name, a, b, want)
 		}
@@ -187,13 +187,13 @@ func TestSpansFromReport(t *testing.T) {
 		t.Error(err)
 	}
 	ra := otlptest.Span{Span: root}
-	for k, v := range map[string]string{"matrix.stackKey": "7|", "matrix.detail": "NORMAL", "matrix.scene": "GET /slow", "code.function": "example.com/shop.slow", "matrix.stackKey.function": "example.com/shop.slow"} {
+	for k, v := range map[string]string{"matrix.stackKey": "7|", "matrix.detail": "NORMAL", "matrix.scene": "GET /slow", "matrix.stackKey.function": "example.com/shop.slow", "http.route": "/slow", "http.request.method": "GET", "matrix.cost_ms": "900"} {
 		if got := ra.Attr(k); got != v {
 			t.Errorf("root %s = %q, want %q", k, got, v)
 		}
 	}
 	sa := otlptest.Span{Span: slow}
-	for k, v := range map[string]string{"code.function": "example.com/shop.slow", "code.filepath": "/src/shop/main.go", "code.lineno": "30", "matrix.id": "7"} {
+	for k, v := range map[string]string{"code.function.name": "example.com/shop.slow", "code.file.path": "/src/shop/main.go", "code.line.number": "30", "matrix.id": "7"} {
 		if got := sa.Attr(k); got != v {
 			t.Errorf("slow %s = %q, want %q", k, got, v)
 		}
@@ -226,7 +226,7 @@ func TestSpansWithoutStartsOrTraceParent(t *testing.T) {
 	}
 	spans := decode(t, own)
 	m := byName(spans)
-	root := m["NORMAL GET /slow"]
+	root := m["GET /slow"]
 	if len(root.ParentSpanId) != 0 {
 		t.Errorf("root has parent %x without a valid traceparent", root.ParentSpanId)
 	}
