@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"encoding/hex"
+	"errors"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -52,7 +53,18 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "bad header", env: map[string]string{EnvHeaders: "novalue"}, err: "want key=value"},
 		{name: "bad escape", env: map[string]string{EnvHeaders: "k=%zz"}, err: EnvHeaders},
 		{name: "bad timeout", env: map[string]string{EnvTimeout: "soon"}, err: EnvTimeout},
-		{name: "grpc", env: map[string]string{EnvTracesProtocol: "grpc"}, err: "only http/protobuf"},
+		{name: "grpc default endpoint", env: map[string]string{EnvProtocol: "grpc"}, url: "http://localhost:4317"},
+		{name: "grpc endpoint without path", env: map[string]string{EnvTracesProtocol: "grpc", EnvEndpoint: "http://c:4317"}, url: "http://c:4317"},
+		{name: "traces protocol wins", env: map[string]string{EnvProtocol: "grpc", EnvTracesProtocol: "http/protobuf"}, url: "http://localhost:4318/v1/traces"},
+		{name: "http/json", env: map[string]string{EnvProtocol: "http/json"}, err: EnvProtocol + `="http/json": want http/protobuf or grpc`},
+		{name: "gzip", env: map[string]string{EnvCompression: "gzip"}, url: "http://localhost:4318/v1/traces"},
+		{name: "bad compression", env: map[string]string{EnvTracesCompression: "zstd"}, err: EnvTracesCompression},
+		{name: "insecure with https", env: map[string]string{EnvInsecure: "true", EnvEndpoint: "https://c:4318"}, err: EnvInsecure},
+		{name: "bad insecure", env: map[string]string{EnvInsecure: "yes please"}, err: EnvInsecure},
+		{name: "missing CA file", env: map[string]string{EnvCertificate: "/nonexistent/ca.pem"}, err: EnvCertificate},
+		{name: "client cert without key", env: map[string]string{EnvClientCertificate: "/x/c.pem"}, err: EnvClientKey},
+		{name: "bad resource attributes", env: map[string]string{EnvResourceAttributes: "a"}, err: EnvResourceAttributes},
+		{name: "bad sdk disabled", env: map[string]string{EnvSDKDisabled: "maybe"}, err: EnvSDKDisabled},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,6 +92,17 @@ func TestConfigFromEnv(t *testing.T) {
 	cfg, err := ConfigFromEnv(env(map[string]string{EnvServiceName: "shop"}))
 	if err != nil || cfg.Resource.ServiceName != "shop" {
 		t.Errorf("service name: %+v, %v", cfg.Resource, err)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{EnvProtocol: "grpc", EnvCompression: "gzip"}))
+	if err != nil || cfg.Protocol != ProtocolGRPC || cfg.Compression != CompressionGzip {
+		t.Errorf("grpc, gzip: %+v, %v", cfg, err)
+	}
+	if _, err := ConfigFromEnv(env(map[string]string{EnvSDKDisabled: "true", EnvProtocol: "bad"})); !errors.Is(err, ErrDisabled) {
+		t.Errorf("%s=true: err %v, want ErrDisabled", EnvSDKDisabled, err)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{EnvResourceAttributes: "service.version=1.2.3, deployment.environment.name=prod%2Ceu"}))
+	if err != nil || len(cfg.Resource.Attributes) != 2 || cfg.Resource.Attributes[1].Value.s != "prod,eu" {
+		t.Errorf("resource attributes: %+v, %v", cfg.Resource.Attributes, err)
 	}
 }
 

@@ -179,13 +179,6 @@ type ResourceSpans struct {
 	Spans     []Span
 }
 
-// Resource describes the process the spans come from.
-type Resource struct {
-	// ServiceName is the service.name attribute; empty means
-	// "unknown_service:<process>" (the OpenTelemetry default).
-	ServiceName string
-}
-
 // Spans turns one issue report into its spans, following the OpenTelemetry
 // semantic conventions where they name the data and putting what only
 // Matrix has under matrix.*:
@@ -500,19 +493,6 @@ func frameName(f Frame) string {
 		return "[goroutine] " + name
 	}
 	return name
-}
-
-// ResourceSpans wraps spans with the resource of the process that wrote r.
-func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
-	name := res.ServiceName
-	if name == "" {
-		name = "unknown_service"
-		if r.Process != "" {
-			name += ":" + r.Process
-		}
-	}
-	attrs := appendAttrs(nil, str("service.name", name), str("process.executable.name", r.Process), integer("process.pid", r.PID))
-	return &ResourceSpans{Resource: attrs, Scope: ScopeName, Spans: spans}
 }
 
 // spanID derives a span id from the report id and the node's index (-1
