@@ -1,6 +1,7 @@
 package beat
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -350,11 +351,29 @@ type Request struct {
 	Scheme string
 }
 
-// SetRequest records the request the dispatch serves.
+// Bounds of what SetRequest keeps of the client-controlled method and host.
+const (
+	maxMethodLen = 32
+	maxHostLen   = 261 // a DNS name, a colon and a port
+)
+
+// SetRequest records the request the dispatch serves. The method and the
+// host come from the client: a method longer than 32 bytes is kept as
+// "_OTHER", and a host longer than a DNS name with a port, or with bytes
+// a host does not have, is dropped.
 func (d *Dispatch) SetRequest(r Request) {
-	if d != nil {
-		d.request.Store(&r)
+	if d == nil {
+		return
 	}
+	if len(r.Method) > maxMethodLen {
+		r.Method = "_OTHER"
+	}
+	if len(r.Host) > maxHostLen || strings.ContainsFunc(r.Host, func(c rune) bool {
+		return c <= ' ' || c >= 0x7f || strings.ContainsRune(`"<>\^`+"`"+`{|}`, c)
+	}) {
+		r.Host = ""
+	}
+	d.request.Store(&r)
 }
 
 // Request returns the request set by SetRequest, and whether there is

@@ -1,6 +1,9 @@
 package beat
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A dispatch keeps the request it serves and the first final status code
 // of its response (1xx codes and a second WriteHeader are not the status).
@@ -18,6 +21,19 @@ func TestDispatchRequestAndStatus(t *testing.T) {
 	d.SetStatus(200)
 	if d.Status() != 503 {
 		t.Errorf("status %d, want the first final one, 503", d.Status())
+	}
+	// What the client controls is bounded.
+	d.SetRequest(Request{Method: strings.Repeat("X", 33), Host: strings.Repeat("h", 300), Scheme: "http"})
+	if r, _ := d.Request(); r.Method != "_OTHER" || r.Host != "" {
+		t.Errorf("long method and host kept: %+v", r)
+	}
+	d.SetRequest(Request{Method: "GET", Host: "a b\n", Scheme: "http"})
+	if r, _ := d.Request(); r.Host != "" {
+		t.Errorf("host with spaces kept: %q", r.Host)
+	}
+	d.SetRequest(Request{Method: "GET", Host: "[::1]:8080", Scheme: "http"})
+	if r, _ := d.Request(); r.Host != "[::1]:8080" {
+		t.Errorf("IPv6 host dropped: %q", r.Host)
 	}
 	var nilD *Dispatch
 	nilD.SetRequest(Request{})
