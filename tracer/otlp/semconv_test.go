@@ -55,6 +55,14 @@ func TestSpansHTTPServer(t *testing.T) {
 	if root.Status.GetCode() != tracepb.Status_STATUS_CODE_UNSET {
 		t.Errorf("status %v on a 200", root.Status)
 	}
+
+	// A Host without a port: the scheme's.
+	r = slowReport()
+	r.Method, r.Host, r.Scheme = "GET", "shop.example", "https"
+	ra = otlptest.Span{Span: decode(t, mustSpans(t, r))[0]}
+	if ra.Attr("server.address") != "shop.example" || ra.Attr("server.port") != "443" {
+		t.Errorf("server %q port %q", ra.Attr("server.address"), ra.Attr("server.port"))
+	}
 }
 
 // A test is a span named after the test; another dispatch after its scene.

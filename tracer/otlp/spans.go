@@ -457,6 +457,10 @@ func httpServer(root *Span, r *Report, scene string) {
 		host, port := r.Host, ""
 		if h, p, err := net.SplitHostPort(r.Host); err == nil {
 			host, port = h, p
+		} else if r.Scheme == "http" {
+			port = "80"
+		} else if r.Scheme == "https" {
+			port = "443"
 		}
 		root.Attributes = appendAttrs(root.Attributes, str("server.address", host))
 		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 {
