@@ -145,9 +145,11 @@ func (c Config) withDefaults() Config {
 //	OTEL_EXPORTER_OTLP_CERTIFICATE      PEM file of the CAs to trust
 //	OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE,
 //	OTEL_EXPORTER_OTLP_CLIENT_KEY       PEM files of a client certificate (mTLS)
-//	OTEL_EXPORTER_OTLP_INSECURE         true or false; the endpoint's scheme
-//	                                    decides (http:// is plain text), so
-//	                                    true with an https:// endpoint is an error
+//	OTEL_EXPORTER_OTLP_INSECURE         true or false: a gRPC endpoint without
+//	                                    a scheme (host:port) is plain text when
+//	                                    true, TLS otherwise; else the scheme
+//	                                    decides (http:// is plain text), and
+//	                                    true with https:// is an error
 //	OTEL_SERVICE_NAME                   service.name of the spans
 //	OTEL_RESOURCE_ATTRIBUTES            "key=value,…" resource attributes,
 //	                                    values URL-decoded
@@ -185,13 +187,34 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 
-	if v := get(EnvTracesEndpoint); v != "" {
+	insecureName, insecureValue := pick(EnvTracesInsecure, EnvInsecure)
+	insecure := false
+	if insecureValue != "" {
+		b, err := strconv.ParseBool(insecureValue)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("otlp: %s=%q: want true or false", insecureName, insecureValue))
+		}
+		insecure = b
+	}
+	// withScheme gives a gRPC endpoint without a scheme ("collector:4317")
+	// the one OTEL_EXPORTER_OTLP_INSECURE says: TLS unless it is true.
+	withScheme := func(v string) string {
+		if v == "" || cfg.Protocol != ProtocolGRPC || strings.Contains(v, "://") {
+			return v
+		}
+		if insecure {
+			return "http://" + v
+		}
+		return "https://" + v
+	}
+
+	if v := withScheme(get(EnvTracesEndpoint)); v != "" {
 		if err := checkURL(v); err != nil {
 			errs = append(errs, fmt.Errorf("otlp: %s=%q: %w", EnvTracesEndpoint, v, err))
 		}
 		cfg.URL = v
 	} else {
-		base, name := get(EnvEndpoint), EnvEndpoint
+		base, name := withScheme(get(EnvEndpoint)), EnvEndpoint
 		if base == "" {
 			base = DefaultEndpoint
 			if cfg.Protocol == ProtocolGRPC {
@@ -206,6 +229,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("otlp: %s=%q: %w", name, base, err))
 		}
 		cfg.URL = u
+	}
+	if insecure && strings.HasPrefix(strings.ToLower(cfg.URL), "https://") {
+		errs = append(errs, fmt.Errorf("otlp: %s=%q but the endpoint %s is https://: use an http:// endpoint for plain text", insecureName, insecureValue, cfg.URL))
 	}
 
 	if hname, hv := pick(EnvTracesHeaders, EnvHeaders); hv != "" {
@@ -235,16 +261,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		case "none":
 		default:
 			errs = append(errs, fmt.Errorf("otlp: %s=%q: want gzip or none", name, v))
-		}
-	}
-
-	if name, v := pick(EnvTracesInsecure, EnvInsecure); v != "" {
-		b, err := strconv.ParseBool(v)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("otlp: %s=%q: want true or false", name, v))
-		case b && strings.HasPrefix(strings.ToLower(cfg.URL), "https://"):
-			errs = append(errs, fmt.Errorf("otlp: %s=%q but the endpoint %s is https://: use an http:// endpoint for plain text", name, v, cfg.URL))
 		}
 	}
 
