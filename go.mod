@@ -12,6 +12,7 @@ require (
 	github.com/rs/zerolog v1.35.1
 	go.opentelemetry.io/proto/otlp v1.9.0
 	golang.org/x/tools v0.40.0
+	google.golang.org/grpc v1.75.1
 	google.golang.org/protobuf v1.36.10
 )
 
@@ -28,5 +29,4 @@ require (
 	golang.org/x/text v0.32.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250825161204-c5933d9347a5 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250825161204-c5933d9347a5 // indirect
-	google.golang.org/grpc v1.75.1 // indirect
 )

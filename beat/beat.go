@@ -145,6 +145,7 @@ func Start(cfg Config) error {
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
 	rtSetTraceParentHook(hookTraceParent)
+	rtSetRequestHooks(hookRequest, hookStatus)
 	rtSetActive(1)
 	return nil
 }
@@ -162,6 +163,7 @@ func Stop() {
 	rtSetActive(0)
 	rtSetDispatchHooks(nil, nil, nil)
 	rtSetTraceParentHook(nil)
+	rtSetRequestHooks(nil, nil)
 	cur.Store(nil)
 	rtSetClock(false)
 	r.mu.Lock()
@@ -350,6 +352,25 @@ func hookScene(d unsafe.Pointer, scene string) {
 // net/http server began the dispatch d for.
 func hookTraceParent(d unsafe.Pointer, tp string) {
 	(*Dispatch)(d).SetTraceParent(tp)
+}
+
+// hookRequest records the method, host and scheme of the request a patched
+// net/http server began the dispatch d for.
+func hookRequest(d unsafe.Pointer, method, host string, tls bool) {
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	(*Dispatch)(d).SetRequest(Request{Method: method, Host: host, Scheme: scheme})
+}
+
+// hookStatus records the status code of a response written on the
+// goroutine whose runtime slot is d, when that is a dispatch's own
+// goroutine (not one started inside it, nor the start-up ring).
+func hookStatus(d unsafe.Pointer, code int) {
+	if d != rtStartupRing() && !isKid(d) {
+		(*Dispatch)(d).SetStatus(code)
+	}
 }
 
 // Current returns the dispatch the calling goroutine is in, or nil. A

@@ -1,6 +1,7 @@
 package beat
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,8 @@ type Dispatch struct {
 	name     string
 	scene    atomic.Pointer[string]
 	traceCtx atomic.Pointer[string] // the request's W3C traceparent, as received
+	request  atomic.Pointer[Request]
+	status   atomic.Int32 // the response's status code, 0 until written
 	goid     uint64
 	id       uint64 // the dispatch's number in the process (ID)
 	start    time.Time
@@ -334,6 +337,71 @@ func (d *Dispatch) SetTraceParent(tp string) {
 	if d != nil && tp != "" {
 		d.traceCtx.Store(&tp)
 	}
+}
+
+// Request is what a dispatch keeps of the HTTP request it serves: never
+// its path or query (the route pattern is the scene).
+type Request struct {
+	// Method is the request's method ("GET").
+	Method string
+	// Host is the host the request was sent to, as its Host header (or
+	// URL) says, with the port when it has one.
+	Host string
+	// Scheme is "http" or "https".
+	Scheme string
+}
+
+// Bounds of what SetRequest keeps of the client-controlled method and host.
+const (
+	maxMethodLen = 32
+	maxHostLen   = 261 // a DNS name, a colon and a port
+)
+
+// SetRequest records the request the dispatch serves. The method and the
+// host come from the client: a method longer than 32 bytes is kept as
+// "_OTHER", and a host longer than a DNS name with a port, or with bytes
+// a host does not have, is dropped.
+func (d *Dispatch) SetRequest(r Request) {
+	if d == nil {
+		return
+	}
+	if len(r.Method) > maxMethodLen {
+		r.Method = "_OTHER"
+	}
+	if len(r.Host) > maxHostLen || strings.ContainsFunc(r.Host, func(c rune) bool {
+		return c <= ' ' || c >= 0x7f || strings.ContainsRune(`"<>\^`+"`"+`{|}`, c)
+	}) {
+		r.Host = ""
+	}
+	d.request.Store(&r)
+}
+
+// Request returns the request set by SetRequest, and whether there is
+// one. It may be called from any goroutine while the dispatch runs.
+func (d *Dispatch) Request() (Request, bool) {
+	if d == nil {
+		return Request{}, false
+	}
+	if p := d.request.Load(); p != nil {
+		return *p, true
+	}
+	return Request{}, false
+}
+
+// SetStatus records the status code of the dispatch's response; the first
+// code of at least 200 is kept (a server sends one final status).
+func (d *Dispatch) SetStatus(code int) {
+	if d != nil && code >= 200 && code <= 999 {
+		d.status.CompareAndSwap(0, int32(code))
+	}
+}
+
+// Status returns the status code set by SetStatus, or 0.
+func (d *Dispatch) Status() int {
+	if d == nil {
+		return 0
+	}
+	return int(d.status.Load())
 }
 
 // TraceParent returns the trace context set by SetTraceParent, or "". It

@@ -69,6 +69,9 @@ func rtInUse(p unsafe.Pointer) bool
 //go:linkname rtSetTraceParentHook runtime.matrixSetTraceParentHook
 func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))
 
+//go:linkname rtSetRequestHooks runtime.matrixSetRequestHooks
+func rtSetRequestHooks(req func(d unsafe.Pointer, method, host string, tls bool), status func(d unsafe.Pointer, code int))
+
 //go:linkname rtWaitReason runtime.matrixWaitReason
 func rtWaitReason(r uint8) string
 

@@ -32,12 +32,13 @@ func rtStartupInfo() (unsafe.Pointer, uint64, int64, int64) { return nil, 0, 0, 
 func rtNanotime() int64                                     { return 0 }
 func rtStartupRing() unsafe.Pointer                         { return nil }
 
-func rtFrameDepth(int) uintptr                          { return 0 }
-func rtAbandoned() uint32                               { return 0 }
-func rtInUse(unsafe.Pointer) bool                       { return false }
-func rtSetTraceParentHook(func(unsafe.Pointer, string)) {}
-func rtWaitReason(uint8) string                         { return "" }
-func rtSetKids(uint64, uint32)                          {}
-func rtKidRelease(unsafe.Pointer)                       {}
-func rtKidsDetach(unsafe.Pointer) unsafe.Pointer        { return nil }
-func rtKidsLive() uint32                                { return 0 }
+func rtFrameDepth(int) uintptr                                                                { return 0 }
+func rtAbandoned() uint32                                                                     { return 0 }
+func rtInUse(unsafe.Pointer) bool                                                             { return false }
+func rtSetTraceParentHook(func(unsafe.Pointer, string))                                       {}
+func rtSetRequestHooks(func(unsafe.Pointer, string, string, bool), func(unsafe.Pointer, int)) {}
+func rtWaitReason(uint8) string                                                               { return "" }
+func rtSetKids(uint64, uint32)                                                                {}
+func rtKidRelease(unsafe.Pointer)                                                             {}
+func rtKidsDetach(unsafe.Pointer) unsafe.Pointer                                              { return nil }
+func rtKidsLive() uint32                                                                      { return 0 }

@@ -25,6 +25,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"stripnames":    cmdStripNames,
 		"otlprecv":      cmdOTLPRecv,
 		"otlpspans":     cmdOTLPSpans,
+		"otlpresource":  cmdOTLPResource,
+		"otlptrace":     cmdOTLPTrace,
 		"samecompiles":  cmdSameCompiles,
 		"mapnames":      cmdMapNames,
 	}

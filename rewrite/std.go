@@ -21,13 +21,24 @@ func beginEnd(kind int, nameExpr string) string {
 var stdHooks = map[string][]stdHook{
 	"net/http": {
 		// Every request a server handles. While recording, the
-		// request's trace context (and nothing else of it) goes to the
-		// dispatch, so that exported reports join the caller's trace.
+		// request's trace context goes to the dispatch, so that exported
+		// reports join the caller's trace, and so do its method, host and
+		// scheme (never its path or query: the route is the scene).
 		{recv: "serverHandler", name: "ServeHTTP", stmt: func(p []string) string {
 			if len(p) < 3 || p[2] == "_" {
 				return beginEnd(kindHTTP, `"http"`)
 			}
-			return fmt.Sprintf("if __matrix_d := __matrix_begin(%d, %s); __matrix_d != nil { __matrix_traceparent(__matrix_d, %s.Header.Get(\"Traceparent\")); defer __matrix_end(__matrix_d, \"\") }; ", kindHTTP, `"http"`, p[2])
+			r := p[2]
+			return fmt.Sprintf("if __matrix_d := __matrix_begin(%d, %s); __matrix_d != nil { __matrix_request(__matrix_d, %s.Method, %s.Host, %s.TLS != nil); __matrix_traceparent(__matrix_d, %s.Header.Get(\"Traceparent\")); defer __matrix_end(__matrix_d, \"\") }; ", kindHTTP, `"http"`, r, r, r, r)
+		}},
+		// The status code of the response, when the handler (or the
+		// server for it) writes the header on the dispatch's goroutine;
+		// informational 1xx codes are not the response's status.
+		{recv: "response", name: "WriteHeader", stmt: func(p []string) string {
+			if len(p) < 2 || p[1] == "_" {
+				return ""
+			}
+			return fmt.Sprintf("if __matrix_on.v != 0 && %s >= 200 { __matrix_status(%s) }; ", p[1], p[1])
 		}},
 		// A server entering its accept loop: the service is ready.
 		{recv: "Server", name: "Serve", stmt: func([]string) string {

@@ -335,7 +335,8 @@ type stuck struct {
 	lag, anr    bool // report LAG, ANR
 	droppedANR  bool // ANR due but dropped: the tick was late
 	name, scene string
-	traceCtx    string // the request's traceparent, unvalidated
+	traceCtx    string         // the request's traceparent, unvalidated
+	req         DispatchFields // the HTTP request's fields, if any
 	kind        beat.Kind
 	goid        uint64
 	id          uint64 // beat.Dispatch.ID
@@ -404,6 +405,7 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 		}
 		s.name, s.scene, s.kind, s.goid, s.id, s.start, s.age = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID(), d.Start(), age
 		s.traceCtx = d.TraceParent()
+		s.req = requestOf(d)
 		if s.anr {
 			s.recorded = d.Recorded()
 			s.recs = d.Records(nil)
@@ -467,7 +469,7 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 				Detail:   detail,
 				Cost:     s.age.Milliseconds(),
 				Scene:    scene,
-				Dispatch: &DispatchFields{Name: s.name, Kind: s.kind.String(), ThreadID: s.goid, Goroutine: s.goid, ID: s.id},
+				Dispatch: DispatchFields{Name: s.name, Kind: s.kind.String(), ThreadID: s.goid, Goroutine: s.goid, ID: s.id}.withRequest(s.req, s.start),
 				Watchdog: &WatchdogFields{
 					ThreadStack: block,
 					Serving:     served > 0,

@@ -211,7 +211,8 @@ type evilJob struct {
 	recorded bool // the dispatch had a buffer
 	name     string
 	scene    string
-	traceCtx string // the request's traceparent, unvalidated
+	traceCtx string         // the request's traceparent, unvalidated
+	req      DispatchFields // the HTTP request's fields, if any
 	kind     beat.Kind
 	goid     uint64
 	id       uint64 // beat.Dispatch.ID
@@ -245,6 +246,7 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict)
 	j.recorded = d.Recorded()
 	j.name, j.scene, j.kind, j.goid, j.id = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID()
 	j.traceCtx = d.TraceParent()
+	j.req = requestOf(d)
 	j.cost, j.endMs, j.end = cost, d.EndMs(), d.Start().Add(cost)
 	select {
 	case t.jobs <- j:
@@ -294,7 +296,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 	r := &EvilReport{
 		Detail:      DetailNormal,
 		Scene:       scene,
-		Dispatch:    &DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid, ID: j.id},
+		Dispatch:    DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid, ID: j.id}.withRequest(j.req, j.end.Add(-j.cost)),
 		TraceParent: validTraceParent(j.traceCtx),
 		Why:         j.why,
 		HeldBack:    j.heldBack,

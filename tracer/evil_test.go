@@ -63,6 +63,7 @@ func TestEvilIssueContent(t *testing.T) {
 		"threadId":   uint64(77),
 		"goroutine":  uint64(77),
 		"dispatchId": uint64(9),
+		"begin":      "2025-01-02T03:04:04.875000006Z", // the end less the cost
 		"recorded":   true,
 		"cpu":        int64(50),
 		"usage":      "40.00%",
@@ -105,6 +106,14 @@ func TestEvilIssueContent(t *testing.T) {
 	j.scene = "GET /x/{id}"
 	if s := evilIssue(j, toAnalysis(j.recs)).Content["scene"]; s != "GET /x/{id}" {
 		t.Errorf("scene %v", s)
+	}
+	// An HTTP dispatch's request and status; never more of the request.
+	j.req = DispatchFields{Method: "GET", Host: "shop:8080", Scheme: "https", Status: 503}
+	c = evilIssue(j, toAnalysis(j.recs)).Content
+	for k, v := range map[string]any{"method": "GET", "host": "shop:8080", "scheme": "https", "status": 503} {
+		if c[k] != v {
+			t.Errorf("content[%q] = %#v, want %#v", k, c[k], v)
+		}
 	}
 	j.hasCPU = false
 	if _, ok := evilIssue(j, toAnalysis(j.recs)).Content["cpu"]; ok {

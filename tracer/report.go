@@ -2,6 +2,8 @@ package tracer
 
 import (
 	"reflect"
+
+	"github.com/matrixgo/matrix/beat"
 	"strings"
 	"time"
 )
@@ -76,6 +78,34 @@ type DispatchFields struct {
 	// carry the same one, so that with the process and pid it tells which
 	// reports are of one dispatch. 0 in reports of older versions.
 	ID uint64 `json:"dispatchId"`
+	// Method, Host and Scheme are those of the HTTP request an http
+	// dispatch serves (beat.Request), when the server handed them over;
+	// Status is its response's status code once written. Never the
+	// request's path or query: its route is the scene.
+	Method string `json:"method,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Scheme string `json:"scheme,omitempty"`
+	Status int    `json:"status,omitempty"`
+	// Begin is when the dispatch began, in RFC 3339 with nanoseconds,
+	// from the same clock as the report's time: with it the dispatch's
+	// interval is known at the clock's resolution, not in whole ms.
+	Begin string `json:"begin,omitempty"`
+}
+
+// requestOf returns the request fields of d for its report.
+func requestOf(d *beat.Dispatch) DispatchFields {
+	r, _ := d.Request()
+	return DispatchFields{Method: r.Method, Host: r.Host, Scheme: r.Scheme, Status: d.Status()}
+}
+
+// withRequest returns f with the request fields of req and the begin
+// time.
+func (f DispatchFields) withRequest(req DispatchFields, begin time.Time) *DispatchFields {
+	f.Method, f.Host, f.Scheme, f.Status = req.Method, req.Host, req.Scheme, req.Status
+	if !begin.IsZero() {
+		f.Begin = begin.Format(time.RFC3339Nano)
+	}
+	return &f
 }
 
 // TreeFields are the call tree of an EvilReport.

@@ -546,6 +546,38 @@ func matrixDispatchTraceParent(d unsafe.Pointer, tp string) {
 	}
 }
 
+// The method, host and scheme of the request a patched net/http server
+// began a dispatch for, and the status code of its response, reach the
+// dispatch through these hooks; beat installs them when it starts.
+var (
+	matrixRequestHook func(d unsafe.Pointer, method, host string, tls bool)
+	matrixStatusHook  func(d unsafe.Pointer, code int)
+)
+
+//go:linkname matrixSetRequestHooks
+func matrixSetRequestHooks(req func(d unsafe.Pointer, method, host string, tls bool), status func(d unsafe.Pointer, code int)) {
+	matrixRequestHook, matrixStatusHook = req, status
+}
+
+//go:linkname matrixDispatchRequest
+func matrixDispatchRequest(d unsafe.Pointer, method, host string, tls bool) {
+	if h := matrixRequestHook; h != nil && d != nil {
+		h(d, method, host, tls)
+	}
+}
+
+// matrixDispatchStatus gives the status code of a response written on the
+// current goroutine to its dispatch.
+//
+//go:linkname matrixDispatchStatus
+func matrixDispatchStatus(code int) {
+	if d := getg().matrixBeat; d != nil {
+		if h := matrixStatusHook; h != nil {
+			h(d, code)
+		}
+	}
+}
+
 // Waits. While a goroutine records (its slot points at a ring other than
 // the start-up ring), the intervals in which it does not run are written to
 // its ring as extended records (abi package doc): a start record, a

@@ -31,3 +31,9 @@ func __matrix_serving()
 
 //go:linkname __matrix_traceparent runtime.matrixDispatchTraceParent
 func __matrix_traceparent(d __matrix_unsafe.Pointer, tp string)
+
+//go:linkname __matrix_request runtime.matrixDispatchRequest
+func __matrix_request(d __matrix_unsafe.Pointer, method, host string, tls bool)
+
+//go:linkname __matrix_status runtime.matrixDispatchStatus
+func __matrix_status(code int)

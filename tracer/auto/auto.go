@@ -8,8 +8,8 @@
 // comma-separated:
 //
 //	stderr, stdout  JSON lines on the process' standard stream
-//	otlp            traces over OTLP/HTTP, configured by the standard
-//	                OTEL_EXPORTER_OTLP_* variables (see otlp.ConfigFromEnv)
+//	otlp            traces over OTLP (HTTP or gRPC), configured by the
+//	                standard OTEL_* variables (see otlp.ConfigFromEnv)
 //	anything else   a file that JSON lines are appended to
 //
 // Without MATRIX_REPORT it does nothing.
@@ -172,6 +172,7 @@ func (s *sinkSet) open(sink string, getenv func(string) string) error {
 		if err != nil {
 			return fmt.Errorf("sink otlp: %w", err)
 		}
+		ocfg.Resource.Detected = otlp.Detect()
 		exp, err := otlp.NewExporter(ocfg)
 		if err != nil {
 			return fmt.Errorf("sink otlp: %w", err)
@@ -225,17 +226,28 @@ func start(target string, getenv func(string) string) (*tracer.Matrix, *otlp.Exp
 	return m, set.exp, set.closers, nil
 }
 
-// reportDrops prints how many issues the OTLP sink lost, if any.
+// reportDrops prints, when the OTLP sink did not get every issue
+// confirmed, how many were confirmed, dropped on a full queue, failed, and
+// of unknown fate (in flight when the exit deadline ran out), and whether
+// that deadline ran out.
 func reportDrops(w io.Writer, exp *otlp.Exporter) {
 	n := exp.Dropped()
-	if n == 0 {
+	if n == 0 && !exp.TimedOut() {
 		return
 	}
 	word := "issues"
 	if n == 1 {
 		word = "issue"
 	}
-	msg := fmt.Sprintf("matrix: otlp: %d %s not exported to %s (%d dropped on a full queue, %d failed)", n, word, exp.URL(), exp.QueueDrops(), exp.Failed())
+	unknown := exp.Unknown()
+	msg := fmt.Sprintf("matrix: otlp: %d %s not exported to %s (%d confirmed, %d dropped on a full queue, %d failed, %d unknown)",
+		n, word, exp.URL(), exp.Sent(), exp.QueueDrops(), exp.Failed()-unknown, unknown)
+	if exp.TimedOut() {
+		msg += fmt.Sprintf("; the %v exit deadline ran out", otlpCloseTimeout)
+		if unknown > 0 {
+			msg += " with a request in flight, whose issues may have arrived"
+		}
+	}
 	if err := exp.Err(); err != nil {
 		msg += ": " + err.Error()
 	}

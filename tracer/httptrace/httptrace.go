@@ -28,9 +28,10 @@ const TraceParentHeader = "Traceparent"
 // A request already inside a dispatch (nested middleware, or the automatic
 // net/http hook of an instrumented standard library) joins it.
 //
-// The request's W3C trace context (its traceparent header, and nothing
-// else of the request) is handed to the dispatch (Dispatch.SetTraceParent),
-// so that reports exported over OTLP join the caller's trace.
+// The request's W3C trace context (its traceparent header) is handed to the
+// dispatch (Dispatch.SetTraceParent), so that reports exported over OTLP
+// join the caller's trace, and so are its method, host and scheme
+// (Dispatch.SetRequest), never its path or query.
 //
 // The pattern is read from the request next was given: a ServeMux reached
 // through another middleware that replaced the request (WithContext) sets
@@ -43,6 +44,7 @@ func Middleware(next http.Handler) http.Handler {
 			if d.TraceParent() == "" {
 				d.SetTraceParent(r.Header.Get(TraceParentHeader))
 			}
+			setRequest(d, r)
 			before := d.Scene()
 			defer nameScene(d, r, before)
 			next.ServeHTTP(w, r)
@@ -56,10 +58,24 @@ func Middleware(next http.Handler) http.Handler {
 		if d.TraceParent() == "" {
 			d.SetTraceParent(r.Header.Get(TraceParentHeader))
 		}
+		setRequest(d, r)
 		before := d.Scene()
 		defer end(d, r, before)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setRequest hands the request's method, host and scheme to the dispatch,
+// unless it has them already.
+func setRequest(d *beat.Dispatch, r *http.Request) {
+	if _, ok := d.Request(); ok {
+		return
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	d.SetRequest(beat.Request{Method: r.Method, Host: r.Host, Scheme: scheme})
 }
 
 // end names the scene, unless it changed while the handler ran, and ends

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"encoding/hex"
+	"errors"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -52,7 +53,21 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "bad header", env: map[string]string{EnvHeaders: "novalue"}, err: "want key=value"},
 		{name: "bad escape", env: map[string]string{EnvHeaders: "k=%zz"}, err: EnvHeaders},
 		{name: "bad timeout", env: map[string]string{EnvTimeout: "soon"}, err: EnvTimeout},
-		{name: "grpc", env: map[string]string{EnvTracesProtocol: "grpc"}, err: "only http/protobuf"},
+		{name: "grpc default endpoint", env: map[string]string{EnvProtocol: "grpc"}, url: "http://localhost:4317"},
+		{name: "grpc endpoint without path", env: map[string]string{EnvTracesProtocol: "grpc", EnvEndpoint: "http://c:4317"}, url: "http://c:4317"},
+		{name: "traces protocol wins", env: map[string]string{EnvProtocol: "grpc", EnvTracesProtocol: "http/protobuf"}, url: "http://localhost:4318/v1/traces"},
+		{name: "http/json", env: map[string]string{EnvProtocol: "http/json"}, err: EnvProtocol + `="http/json": want http/protobuf or grpc`},
+		{name: "grpc host:port is TLS", env: map[string]string{EnvProtocol: "grpc", EnvEndpoint: "c:4317"}, url: "https://c:4317"},
+		{name: "grpc host:port insecure", env: map[string]string{EnvProtocol: "grpc", EnvTracesEndpoint: "c:4317", EnvTracesInsecure: "true"}, url: "http://c:4317"},
+		{name: "http host:port", env: map[string]string{EnvEndpoint: "c:4318", EnvInsecure: "true"}, err: "want an http:// or https:// URL"},
+		{name: "gzip", env: map[string]string{EnvCompression: "gzip"}, url: "http://localhost:4318/v1/traces"},
+		{name: "bad compression", env: map[string]string{EnvTracesCompression: "zstd"}, err: EnvTracesCompression},
+		{name: "insecure with https", env: map[string]string{EnvInsecure: "true", EnvEndpoint: "https://c:4318"}, err: EnvInsecure},
+		{name: "bad insecure", env: map[string]string{EnvInsecure: "yes please"}, err: EnvInsecure},
+		{name: "missing CA file", env: map[string]string{EnvCertificate: "/nonexistent/ca.pem"}, err: EnvCertificate},
+		{name: "client cert without key", env: map[string]string{EnvClientCertificate: "/x/c.pem"}, err: EnvClientKey},
+		{name: "bad resource attributes", env: map[string]string{EnvResourceAttributes: "a"}, err: EnvResourceAttributes},
+		{name: "bad sdk disabled", env: map[string]string{EnvSDKDisabled: "maybe"}, err: EnvSDKDisabled},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,6 +95,17 @@ func TestConfigFromEnv(t *testing.T) {
 	cfg, err := ConfigFromEnv(env(map[string]string{EnvServiceName: "shop"}))
 	if err != nil || cfg.Resource.ServiceName != "shop" {
 		t.Errorf("service name: %+v, %v", cfg.Resource, err)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{EnvProtocol: "grpc", EnvCompression: "gzip"}))
+	if err != nil || cfg.Protocol != ProtocolGRPC || cfg.Compression != CompressionGzip {
+		t.Errorf("grpc, gzip: %+v, %v", cfg, err)
+	}
+	if _, err := ConfigFromEnv(env(map[string]string{EnvSDKDisabled: "true", EnvProtocol: "bad"})); !errors.Is(err, ErrDisabled) {
+		t.Errorf("%s=true: err %v, want ErrDisabled", EnvSDKDisabled, err)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{EnvResourceAttributes: "service.version=1.2.3, deployment.environment.name=prod%2Ceu"}))
+	if err != nil || len(cfg.Resource.Attributes) != 2 || cfg.Resource.Attributes[1].Value.s != "prod,eu" {
+		t.Errorf("resource attributes: %+v, %v", cfg.Resource.Attributes, err)
 	}
 }
 
@@ -152,7 +178,7 @@ func TestSpansFromReport(t *testing.T) {
 		t.Fatalf("%d spans, want the root and 4 nodes:\n%s", len(spans), otlptest.Dump(toTest(spans)))
 	}
 	m := byName(spans)
-	root, handler, fast, slow, wait := m["NORMAL GET /slow"], m["example.com/shop.handler"], m["example.com/shop.fast"], m["example.com/shop.slow"], m["[sync.Mutex.Lock]"]
+	root, handler, fast, slow, wait := m["GET /slow"], m["example.com/shop.handler"], m["example.com/shop.fast"], m["example.com/shop.slow"], m["[sync.Mutex.Lock]"]
 	if root == nil || handler == nil || fast == nil || slow == nil || wait == nil {
 		t.Fatalf("span names:\n%s", otlptest.Dump(toTest(spans)))
 	}
@@ -178,7 +204,7 @@ func TestSpansFromReport(t *testing.T) {
 		base := end.Add(-900 * time.Millisecond).UnixNano()
 		return (int64(s.StartTimeUnixNano) - base) / 1e6, (int64(s.EndTimeUnixNano) - base) / 1e6
 	}
-	for s, want := range map[*tracepb.Span][2]int64{root: {0, 900}, handler: {10, 890}, fast: {12, 42}, slow: {60, 860}, wait: {65, 855}} {
+	for s, want := range map[*tracepb.Span][2]int64{root: {0, 900}, handler: {10, 891}, fast: {12, 43}, slow: {60, 861}, wait: {65, 856}} {
 		if a, b := ms(s); a != want[0] || b != want[1] {
 			t.Errorf("%q spans [%d, %d] ms, want %v", s.Name, a, b, want)
 		}
@@ -187,13 +213,13 @@ func TestSpansFromReport(t *testing.T) {
 		t.Error(err)
 	}
 	ra := otlptest.Span{Span: root}
-	for k, v := range map[string]string{"matrix.stackKey": "7|", "matrix.detail": "NORMAL", "matrix.scene": "GET /slow", "code.function": "example.com/shop.slow", "matrix.stackKey.function": "example.com/shop.slow"} {
+	for k, v := range map[string]string{"matrix.stackKey": "7|", "matrix.detail": "NORMAL", "matrix.scene": "GET /slow", "matrix.stackKey.function": "example.com/shop.slow", "http.route": "/slow", "http.request.method": "GET", "matrix.cost_ms": "900"} {
 		if got := ra.Attr(k); got != v {
 			t.Errorf("root %s = %q, want %q", k, got, v)
 		}
 	}
 	sa := otlptest.Span{Span: slow}
-	for k, v := range map[string]string{"code.function": "example.com/shop.slow", "code.filepath": "/src/shop/main.go", "code.lineno": "30", "matrix.id": "7"} {
+	for k, v := range map[string]string{"code.function.name": "example.com/shop.slow", "code.file.path": "/src/shop/main.go", "code.line.number": "30", "matrix.id": "7"} {
 		if got := sa.Attr(k); got != v {
 			t.Errorf("slow %s = %q, want %q", k, got, v)
 		}
@@ -226,7 +252,7 @@ func TestSpansWithoutStartsOrTraceParent(t *testing.T) {
 	}
 	spans := decode(t, own)
 	m := byName(spans)
-	root := m["NORMAL GET /slow"]
+	root := m["GET /slow"]
 	if len(root.ParentSpanId) != 0 {
 		t.Errorf("root has parent %x without a valid traceparent", root.ParentSpanId)
 	}

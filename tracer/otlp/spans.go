@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -40,10 +43,30 @@ type Report struct {
 	Name        string  `json:"name"`
 	Kind        string  `json:"kind"`
 	Goroutine   uint64  `json:"goroutine"`
+	DispatchID  uint64  `json:"dispatchId"`
+	Begin       string  `json:"begin"`
+	Method      string  `json:"method"`
+	Host        string  `json:"host"`
+	Scheme      string  `json:"scheme"`
+	Status      int     `json:"status"`
 	Recorded    *bool   `json:"recorded"`
 	Note        string  `json:"note"`
+	Why         string  `json:"why"`
+	HeldBack    uint64  `json:"heldBack"`
+	CPU         *int64  `json:"cpu"`
+	Usage       string  `json:"usage"`
 	TraceParent string  `json:"traceparent"`
 	Frames      []Frame `json:"frames"`
+
+	// What the watchdog saw of a LAG or ANR.
+	ThreadStack string `json:"threadStack"`
+	Served      uint64 `json:"served"`
+	Running     int    `json:"running"`
+	Goroutines  int    `json:"goroutines"`
+	// What an ANR report adds about the process.
+	Memory    map[string]uint64 `json:"memory"`
+	GCPauseMs float64           `json:"gcPauseMs"`
+	GCCycles  uint64            `json:"gcCycles"`
 }
 
 // Frame is one call-tree node of a report (tracer.Frame as JSON), with the
@@ -84,10 +107,21 @@ type Span struct {
 	ParentSpanID [8]byte
 	HasParent    bool
 	Name         string
-	Kind         int32 // SpanKindInternal
+	Kind         int32 // SpanKindInternal, SpanKindServer
 	Flags        uint32
 	// Start and End are in ns since the Unix epoch.
 	Start, End uint64
+	Attributes []KeyValue
+	Events     []Event
+	// StatusCode is StatusUnset or StatusError.
+	StatusCode int32
+}
+
+// Event is an OTLP span event (Span.Event).
+type Event struct {
+	// Time is in ns since the Unix epoch.
+	Time       uint64
+	Name       string
 	Attributes []KeyValue
 }
 
@@ -139,31 +173,47 @@ type ResourceSpans struct {
 	Resource     []KeyValue
 	Scope        string
 	ScopeVersion string
-	Spans        []Span
+	// SchemaURL is the semantic conventions' schema the attributes follow
+	// (of the resource and the scope).
+	SchemaURL string
+	Spans     []Span
 }
 
-// Resource describes the process the spans come from.
-type Resource struct {
-	// ServiceName is the service.name attribute; empty means
-	// "unknown_service:<process>" (the OpenTelemetry default).
-	ServiceName string
-}
-
-// Spans turns one issue report into its spans: a root span for the
-// dispatch (named "<detail> <scene>", for example "NORMAL GET /slow") and
-// one child span per call-tree node, nested as in the tree.
+// Spans turns one issue report into its spans, following the OpenTelemetry
+// semantic conventions where they name the data and putting what only
+// Matrix has under matrix.*:
 //
-// The root span ends at the report's time and lasts its cost. A node
-// starts at the root's start plus its Start offset and lasts its Cost;
-// in a report whose frames have no start, the children of a node are
-// laid out one after the other from the node's start. Every span is
-// clamped into its parent's interval, so the spans nest in time.
+//   - A slow call (detail NORMAL) is the dispatch's span: for an HTTP
+//     dispatch a SERVER span named "<method> <route>" ("GET /orders/{id}")
+//     with http.request.method, http.route, http.response.status_code,
+//     server.address, server.port and url.scheme (never the path or query),
+//     status Error on a 5xx response; for a test the test's name; else the
+//     scene.
+//   - A LAG or ANR report is a span "<detail> <scene>" under the dispatch's
+//     span (the final report's, when it comes), with an event holding the
+//     goroutine's stack.
+//   - A slow start-up is a span "STARTUP <scene>".
 //
-// The trace id is the one of the report's traceparent, the root's parent
-// its parent span id: the spans join the caller's trace. Without one the
-// trace id is derived from the report's id and the root has no parent.
-// Span ids are derived from the report's id, so exporting the same report
-// twice yields the same spans.
+// Each call-tree node is a child span named after its function, nested as
+// in the tree, with code.function.name, code.file.path and
+// code.line.number.
+//
+// Times: a report that carries its dispatch's begin time spans from it to
+// the report's time, at the clock's resolution (ns); an older report ends
+// at its time and lasts its cost. A node starts at its start offset (ms,
+// the recorder's resolution) after the dispatch's begin and lasts its cost
+// plus that 1 ms tick, since a node of cost c ms ran for less than c+1 ms;
+// so no span has a zero length. A node is kept inside its parent (moved
+// earlier, or shortened to the parent's length, when the ticks overshoot
+// it). In a report whose frames have no start, the children of a node are
+// laid out one after the other from the node's start.
+//
+// Trace and span ids are derived from the report, so exporting the same
+// report twice yields the same spans. The trace id is the one of the
+// report's traceparent (the dispatch's span is then a child of the caller's
+// span); else, when the report carries its dispatch id, it is derived from
+// the process, pid, dispatch id and begin time, so that the LAG, ANR and
+// final reports of one dispatch form one trace; else from the report's id.
 func Spans(r *Report) ([]Span, error) {
 	if !r.Exported() {
 		return nil, fmt.Errorf("tag %q is not an issue (want %s)", r.Tag, tracer.TagEvilMethod)
@@ -181,7 +231,25 @@ func Spans(r *Report) ([]Span, error) {
 	if r.ID == "" {
 		return nil, errors.New("report has no id")
 	}
+	rootStart := end.Add(-time.Duration(r.Cost) * time.Millisecond)
+	if r.Begin != "" {
+		b, err := time.Parse(time.RFC3339Nano, r.Begin)
+		if err != nil {
+			return nil, fmt.Errorf("report begin: %w", err)
+		}
+		if b.After(end) {
+			return nil, fmt.Errorf("report begins at %s, after its time %s", r.Begin, r.Time)
+		}
+		rootStart = b
+	}
+	// The root lasts at least the recorder's resolution.
+	end = later(end, rootStart.Add(time.Millisecond))
+
 	seed := r.ID
+	var dispatchKey string
+	if r.DispatchID != 0 {
+		dispatchKey = fmt.Sprintf("%s/%d/%d/%s", r.Process, r.PID, r.DispatchID, r.Begin)
+	}
 	var traceID [16]byte
 	var parent [8]byte
 	// Bits 0-7 are the W3C trace flags (sampled, by default); bits 8
@@ -195,21 +263,34 @@ func Spans(r *Report) ([]Span, error) {
 		flags = local | FlagIsRemote
 	} else {
 		h := sha256.Sum256([]byte("trace/" + seed))
+		if dispatchKey != "" {
+			h = sha256.Sum256([]byte("trace/dispatch/" + dispatchKey))
+		}
 		copy(traceID[:], h[:16])
 	}
 	scene := r.Scene
 	if scene == "" {
 		scene = r.Name
 	}
-	rootStart := end.Add(-time.Duration(r.Cost) * time.Millisecond)
+	rootID := spanID(seed, -1)
+	lagOrANR := r.Detail == tracer.DetailLag || r.Detail == tracer.DetailANR
+	if dispatchKey != "" {
+		dispatchSpan := spanID("dispatch/"+dispatchKey, -1)
+		if lagOrANR {
+			// Under the dispatch's span, which the final report
+			// brings.
+			parent, hasParent, flags = dispatchSpan, true, local
+		} else {
+			rootID = dispatchSpan
+		}
+	}
 	spans := make([]Span, 1, 1+len(r.Frames))
 	spans[0] = Span{
 		TraceID:      traceID,
-		SpanID:       spanID(seed, -1),
+		SpanID:       rootID,
 		ParentSpanID: parent,
 		HasParent:    hasParent,
 		Flags:        flags,
-		Name:         strings.TrimSpace(r.Detail + " " + scene),
 		Kind:         SpanKindInternal,
 		Start:        unixNano(rootStart),
 		End:          unixNano(end),
@@ -226,17 +307,50 @@ func Spans(r *Report) ([]Span, error) {
 			}
 		}
 	}
-	root.Attributes = appendAttrs(nil,
+	switch {
+	case r.Detail == tracer.DetailNormal && r.Kind == "http":
+		httpServer(root, r, scene)
+	case r.Detail == tracer.DetailNormal && (r.Kind == "test" || r.Kind == "benchmark") && r.Name != "":
+		root.Name = r.Name
+		root.Attributes = append(root.Attributes, str("test.case.name", r.Name))
+	case r.Detail == tracer.DetailNormal:
+		root.Name = scene
+	default:
+		root.Name = strings.TrimSpace(r.Detail + " " + scene)
+	}
+	root.Attributes = appendAttrs(root.Attributes,
 		str("matrix.tag", r.Tag), str("matrix.detail", r.Detail), str("matrix.scene", scene),
 		str("matrix.name", r.Name), str("matrix.kind", r.Kind), str("matrix.stackKey", r.StackKey),
 		str("matrix.stackKey.function", keyFunc), str("matrix.issue.id", r.ID), str("matrix.note", r.Note),
-		integer("matrix.cost_ms", r.Cost), integer("matrix.goroutine", int64(r.Goroutine)),
+		str("matrix.why", r.Why), integer("matrix.heldBack", int64(r.HeldBack)),
+		integer("matrix.goroutine", int64(r.Goroutine)), integer("matrix.dispatch.id", int64(r.DispatchID)),
 	)
+	root.Attributes = append(root.Attributes, KeyValue{"matrix.cost_ms", Int(r.Cost)})
 	if r.Recorded != nil {
 		root.Attributes = append(root.Attributes, boolean("matrix.recorded", *r.Recorded))
 	}
-	if keyFunc != "" {
-		root.Attributes = append(root.Attributes, str("code.function", keyFunc))
+	if r.CPU != nil {
+		root.Attributes = append(root.Attributes, KeyValue{"matrix.cpu_ms", Int(*r.CPU)})
+	}
+	root.Attributes = appendAttrs(root.Attributes, str("matrix.cpu.usage", r.Usage))
+	if lagOrANR {
+		root.Attributes = appendAttrs(root.Attributes,
+			integer("matrix.goroutines", int64(r.Goroutines)), integer("matrix.running", int64(r.Running)),
+			integer("matrix.served", int64(r.Served)))
+		ev := Event{Time: unixNano(end), Name: r.Detail}
+		ev.Attributes = appendAttrs(nil, str("matrix.goroutine.stack", r.ThreadStack), str("matrix.note", r.Note))
+		if r.Detail == tracer.DetailANR {
+			keys := make([]string, 0, len(r.Memory))
+			for k := range r.Memory {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				root.Attributes = append(root.Attributes, KeyValue{"matrix.memory." + k, Int(int64(min(r.Memory[k], math.MaxInt64)))})
+			}
+			root.Attributes = append(root.Attributes, KeyValue{"matrix.gc.pause_ms", Double(r.GCPauseMs)}, KeyValue{"matrix.gc.cycles", Int(int64(min(r.GCCycles, math.MaxInt64)))})
+		}
+		root.Events = append(root.Events, ev)
 	}
 
 	// interval is a span's place in time, in ns after rootStart, and the
@@ -247,7 +361,7 @@ func Spans(r *Report) ([]Span, error) {
 		nextChild     int64
 		depthInReport int
 	}
-	rootEnd := r.Cost * int64(time.Millisecond)
+	rootEnd := end.Sub(rootStart).Nanoseconds()
 	stack := []interval{{id: root.SpanID, start: 0, end: rootEnd, depthInReport: -1}}
 	frames := r.Frames
 	if len(frames) > 0 && frames[0].ID == dispatchID && frames[0].Depth == 0 {
@@ -257,20 +371,23 @@ func Spans(r *Report) ([]Span, error) {
 		stack[0].depthInReport = 0
 		frames = frames[1:]
 	}
+	const tick = int64(time.Millisecond)
 	for i, f := range frames {
 		for len(stack) > 1 && stack[len(stack)-1].depthInReport >= f.Depth {
 			stack = stack[:len(stack)-1]
 		}
 		p := &stack[len(stack)-1]
-		cost := min(max(f.Cost, 0), maxMs) * int64(time.Millisecond)
+		// The node ran for less than cost+1 ticks: it began in the tick
+		// of its start and ended in the tick of its end.
+		length := min(min(max(f.Cost, 0), maxMs)*tick+tick, p.end-p.start)
 		var start int64
 		if f.Start != nil {
-			start = min(max(*f.Start, 0), maxMs) * int64(time.Millisecond)
+			start = min(max(*f.Start, 0), maxMs) * tick
 		} else {
 			start = max(p.nextChild, p.start)
 		}
-		start = min(max(start, p.start), p.end)
-		stop := start + min(cost, p.end-start)
+		start = min(max(start, p.start), p.end-length)
+		stop := start + length
 		p.nextChild = stop
 		s := Span{
 			TraceID:      traceID,
@@ -283,15 +400,84 @@ func Spans(r *Report) ([]Span, error) {
 			Start:        unixNano(rootStart.Add(time.Duration(start))),
 			End:          unixNano(rootStart.Add(time.Duration(stop))),
 			Attributes: appendAttrs(nil,
-				str("code.function", f.Func), str("code.filepath", f.File), integer("code.lineno", int64(f.Line)),
+				str("code.function.name", f.Func), str("code.file.path", f.File), integer("code.line.number", int64(f.Line)),
 				integer("matrix.id", int64(f.ID)), integer("matrix.count", int64(f.Count)),
-				integer("matrix.cost_ms", f.Cost), str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason),
+				KeyValue{"matrix.cost_ms", Int(f.Cost)}, str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason),
 			),
 		}
 		spans = append(spans, s)
 		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth})
 	}
 	return spans, nil
+}
+
+// httpMethods are the methods the HTTP semantic conventions know; others
+// are "_OTHER", with the method in http.request.method_original.
+var httpMethods = map[string]bool{
+	"CONNECT": true, "DELETE": true, "GET": true, "HEAD": true, "OPTIONS": true,
+	"PATCH": true, "POST": true, "PUT": true, "TRACE": true, "QUERY": true,
+}
+
+// httpServer makes root the SERVER span of an HTTP dispatch whose scene is
+// a net/http route pattern ("[METHOD ][HOST]/PATH") or a name the handler
+// gave it.
+func httpServer(root *Span, r *Report, scene string) {
+	root.Kind = SpanKindServer
+	method := r.Method
+	route := ""
+	rest := scene
+	if m, after, ok := strings.Cut(scene, " "); ok && m != "" && strings.ToUpper(m) == m {
+		if method == "" {
+			method = m
+		}
+		rest = strings.TrimLeft(after, " ")
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 && !strings.ContainsAny(rest, " \t") {
+		route = rest[i:]
+	}
+	name := "HTTP"
+	if method != "" {
+		m := method
+		if !httpMethods[m] {
+			m = "_OTHER"
+			root.Attributes = append(root.Attributes, str("http.request.method_original", method))
+		}
+		root.Attributes = append(root.Attributes, str("http.request.method", m))
+		if m != "_OTHER" {
+			name = m
+		}
+	}
+	if route != "" {
+		name += " " + route
+		root.Attributes = append(root.Attributes, str("http.route", route))
+	}
+	root.Name = name
+	root.Attributes = appendAttrs(root.Attributes, integer("http.response.status_code", int64(r.Status)), str("url.scheme", r.Scheme))
+	if r.Host != "" {
+		host, port := r.Host, ""
+		if h, p, err := net.SplitHostPort(r.Host); err == nil {
+			host, port = h, p
+		} else if r.Scheme == "http" {
+			port = "80"
+		} else if r.Scheme == "https" {
+			port = "443"
+		}
+		root.Attributes = appendAttrs(root.Attributes, str("server.address", host))
+		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 {
+			root.Attributes = append(root.Attributes, KeyValue{"server.port", Int(int64(n))})
+		}
+	}
+	if r.Status >= 500 && r.Status <= 599 {
+		root.StatusCode = StatusError
+	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // frameName is a node's span name: the function, "[reason]" for a wait
@@ -311,19 +497,6 @@ func frameName(f Frame) string {
 		return "[goroutine] " + name
 	}
 	return name
-}
-
-// ResourceSpans wraps spans with the resource of the process that wrote r.
-func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
-	name := res.ServiceName
-	if name == "" {
-		name = "unknown_service"
-		if r.Process != "" {
-			name += ":" + r.Process
-		}
-	}
-	attrs := appendAttrs(nil, str("service.name", name), str("process.executable.name", r.Process), integer("process.pid", r.PID))
-	return &ResourceSpans{Resource: attrs, Scope: ScopeName, Spans: spans}
 }
 
 // spanID derives a span id from the report id and the node's index (-1

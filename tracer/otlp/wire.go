@@ -21,11 +21,13 @@ const (
 
 	fieldResourceSpansResource   = 1
 	fieldResourceSpansScopeSpans = 2
+	fieldResourceSpansSchemaURL  = 3
 
 	fieldResourceAttributes = 1
 
-	fieldScopeSpansScope = 1
-	fieldScopeSpansSpans = 2
+	fieldScopeSpansScope     = 1
+	fieldScopeSpansSpans     = 2
+	fieldScopeSpansSchemaURL = 3
 
 	fieldScopeName    = 1
 	fieldScopeVersion = 2
@@ -38,7 +40,15 @@ const (
 	fieldSpanStart        = 7
 	fieldSpanEnd          = 8
 	fieldSpanAttributes   = 9
+	fieldSpanEvents       = 11
+	fieldSpanStatus       = 15
 	fieldSpanFlags        = 16
+
+	fieldEventTime       = 1
+	fieldEventName       = 2
+	fieldEventAttributes = 3
+
+	fieldStatusCode = 3
 
 	fieldKeyValueKey   = 1
 	fieldKeyValueValue = 2
@@ -51,8 +61,14 @@ const (
 
 // OTLP enum and flag values the exporter uses.
 const (
-	// SpanKindInternal is Span.SpanKind SPAN_KIND_INTERNAL.
+	// SpanKindInternal and SpanKindServer are Span.SpanKind
+	// SPAN_KIND_INTERNAL and SPAN_KIND_SERVER.
 	SpanKindInternal = 1
+	SpanKindServer   = 2
+	// StatusUnset and StatusError are Status.StatusCode STATUS_CODE_UNSET
+	// and STATUS_CODE_ERROR.
+	StatusUnset = 0
+	StatusError = 2
 	// FlagHasIsRemote and FlagIsRemote are SpanFlags
 	// SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK and _IS_REMOTE_MASK.
 	FlagHasIsRemote = 0x100
@@ -105,7 +121,7 @@ func (r *ResourceSpans) append(b []byte) []byte {
 	b = appendMessage(b, fieldResourceSpansResource, func(b []byte) []byte {
 		return appendAttributes(b, fieldResourceAttributes, r.Resource)
 	})
-	return appendMessage(b, fieldResourceSpansScopeSpans, func(b []byte) []byte {
+	b = appendMessage(b, fieldResourceSpansScopeSpans, func(b []byte) []byte {
 		b = appendMessage(b, fieldScopeSpansScope, func(b []byte) []byte {
 			b = appendString(b, fieldScopeName, r.Scope)
 			return appendString(b, fieldScopeVersion, r.ScopeVersion)
@@ -113,8 +129,9 @@ func (r *ResourceSpans) append(b []byte) []byte {
 		for i := range r.Spans {
 			b = appendMessage(b, fieldScopeSpansSpans, r.Spans[i].append)
 		}
-		return b
+		return appendString(b, fieldScopeSpansSchemaURL, r.SchemaURL)
 	})
+	return appendString(b, fieldResourceSpansSchemaURL, r.SchemaURL)
 }
 
 func (s *Span) append(b []byte) []byte {
@@ -133,6 +150,21 @@ func (s *Span) append(b []byte) []byte {
 	b = protowire.AppendTag(b, fieldSpanEnd, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, s.End)
 	b = appendAttributes(b, fieldSpanAttributes, s.Attributes)
+	for i := range s.Events {
+		ev := &s.Events[i]
+		b = appendMessage(b, fieldSpanEvents, func(b []byte) []byte {
+			b = protowire.AppendTag(b, fieldEventTime, protowire.Fixed64Type)
+			b = protowire.AppendFixed64(b, ev.Time)
+			b = appendString(b, fieldEventName, ev.Name)
+			return appendAttributes(b, fieldEventAttributes, ev.Attributes)
+		})
+	}
+	if s.StatusCode != StatusUnset {
+		b = appendMessage(b, fieldSpanStatus, func(b []byte) []byte {
+			b = protowire.AppendTag(b, fieldStatusCode, protowire.VarintType)
+			return protowire.AppendVarint(b, uint64(s.StatusCode))
+		})
+	}
 	if s.Flags != 0 {
 		b = protowire.AppendTag(b, fieldSpanFlags, protowire.Fixed32Type)
 		b = protowire.AppendFixed32(b, s.Flags)

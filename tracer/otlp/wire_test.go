@@ -39,6 +39,14 @@ func TestFieldNumbers(t *testing.T) {
 		{&tracepb.Span{}, "end_time_unix_nano", fieldSpanEnd},
 		{&tracepb.Span{}, "attributes", fieldSpanAttributes},
 		{&tracepb.Span{}, "flags", fieldSpanFlags},
+		{&tracepb.Span{}, "events", fieldSpanEvents},
+		{&tracepb.Span{}, "status", fieldSpanStatus},
+		{&tracepb.Span_Event{}, "time_unix_nano", fieldEventTime},
+		{&tracepb.Span_Event{}, "name", fieldEventName},
+		{&tracepb.Span_Event{}, "attributes", fieldEventAttributes},
+		{&tracepb.Status{}, "code", fieldStatusCode},
+		{&tracepb.ResourceSpans{}, "schema_url", fieldResourceSpansSchemaURL},
+		{&tracepb.ScopeSpans{}, "schema_url", fieldScopeSpansSchemaURL},
 		{&commonpb.KeyValue{}, "key", fieldKeyValueKey},
 		{&commonpb.KeyValue{}, "value", fieldKeyValueValue},
 		{&commonpb.AnyValue{}, "string_value", fieldAnyString},
@@ -52,6 +60,9 @@ func TestFieldNumbers(t *testing.T) {
 		}
 	}
 	if SpanKindInternal != int(tracepb.Span_SPAN_KIND_INTERNAL) ||
+		SpanKindServer != int(tracepb.Span_SPAN_KIND_SERVER) ||
+		StatusError != int(tracepb.Status_STATUS_CODE_ERROR) ||
+		StatusUnset != int(tracepb.Status_STATUS_CODE_UNSET) ||
 		FlagHasIsRemote != int(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK) ||
 		FlagIsRemote != int(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK) {
 		t.Error("enum values differ from the official ones")

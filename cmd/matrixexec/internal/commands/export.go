@@ -29,7 +29,7 @@ func exportCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr
 // stderr naming them.
 func exportOTLP(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := newFlagSet("export otlp", stdout)
-	endpoint := fs.String("endpoint", "", "base OTLP/HTTP endpoint, \"/v1/traces\" appended (default: the OTEL_EXPORTER_OTLP_* environment)")
+	endpoint := fs.String("endpoint", "", "base OTLP endpoint, \"/v1/traces\" appended for OTLP/HTTP (default: the OTEL_EXPORTER_OTLP_* environment)")
 	service := fs.String("service", "", "service.name of the spans (default: OTEL_SERVICE_NAME, else unknown_service:<process>)")
 	mapPath := fs.String("map", defaultMap, "method mapping file, to name frames of reports that carry only ids")
 	timeout := fs.Duration("timeout", time.Minute, "give up sending after this long")
@@ -44,7 +44,13 @@ func exportOTLP(defaultMap string, args []string, stdin io.Reader, stdout, stder
 		return fmt.Errorf("export otlp: %w", err)
 	}
 	if *endpoint != "" {
-		if ocfg.URL, err = otlp.TracesURL(*endpoint); err != nil {
+		if ocfg.Protocol == otlp.ProtocolGRPC {
+			_, err = otlp.TracesURL(*endpoint) // checks it
+			ocfg.URL = *endpoint
+		} else {
+			ocfg.URL, err = otlp.TracesURL(*endpoint)
+		}
+		if err != nil {
 			return fmt.Errorf("export otlp: -endpoint %q: %w", *endpoint, err)
 		}
 	}

@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"encoding/hex"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -66,14 +67,14 @@ func TestExportOTLP(t *testing.T) {
 	for _, s := range spans {
 		byName[s.Name] = s
 	}
-	root, slow := byName["NORMAL GET /slow"], byName["example.com/shop.slow"]
+	root, slow := byName["GET /slow"], byName["example.com/shop.slow"]
 	if root.Span == nil || slow.Span == nil {
 		t.Fatalf("spans:\n%s", otlptest.Dump(spans))
 	}
 	if hex.EncodeToString(root.TraceId) != exportTrace || hex.EncodeToString(root.ParentSpanId) != exportSpan {
 		t.Errorf("root not joined to the caller's trace:\n%s", otlptest.Dump(spans))
 	}
-	if string(slow.ParentSpanId) != string(root.SpanId) || slow.Attr("code.lineno") != "9" || root.Resource["service.name"] != "shop" {
+	if string(slow.ParentSpanId) != string(root.SpanId) || slow.Attr("code.line.number") != "9" || root.Resource["service.name"] != "shop" {
 		t.Errorf("slow span:\n%s", otlptest.Dump(spans))
 	}
 	// The old report: children laid out one after the other.
@@ -89,6 +90,38 @@ func TestExportOTLP(t *testing.T) {
 	for _, tree := range [][]otlptest.Span{old, {root, slow}} {
 		if err := otlptest.CheckNested(tree); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// Over gRPC (OTEL_EXPORTER_OTLP_PROTOCOL=grpc), exporting the same file
+// twice sends the same spans and resource.
+func TestExportOTLPGRPCTwice(t *testing.T) {
+	rcv, err := otlptest.StartGRPC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	mapFile := writeFile(t, "map.txt", "")
+	file := writeFile(t, "r.jsonl", exportReports)
+	for range 2 {
+		code, stdout, stderr := runExport(t, rcv.URL, "-map", mapFile, file)
+		if code != 0 || !strings.Contains(stdout, "exported 2 issues (5 spans) to "+rcv.URL+"/opentelemetry.proto.collector.trace.v1.TraceService/Export") {
+			t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+		}
+	}
+	spans := rcv.Spans()
+	if len(spans) != 10 {
+		t.Fatalf("%d spans:\n%s", len(spans), otlptest.Dump(spans))
+	}
+	first, second := otlptest.Dump(spans[:5]), otlptest.Dump(spans[5:])
+	if first != second {
+		t.Errorf("the second export differs:\n%s\n%s", first, second)
+	}
+	for i := range 5 {
+		if !maps.Equal(spans[i].Resource, spans[i+5].Resource) {
+			t.Errorf("resource %v, then %v", spans[i].Resource, spans[i+5].Resource)
 		}
 	}
 }

@@ -1,0 +1,66 @@
+package auto
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matrixgo/matrix/tracer"
+	"github.com/matrixgo/matrix/tracer/otlp"
+)
+
+// A collector that hangs: the exit line says one issue's fate is unknown
+// (it was in flight) and that the exit deadline ran out.
+func TestReportDropsHungCollector(t *testing.T) {
+	release := make(chan struct{})
+	got := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- struct{}{}:
+		default:
+		}
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	exp, err := otlp.NewExporter(otlp.Config{URL: srv.URL + "/v1/traces"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	exp.OnReportIssue(tracer.NewIssue(tracer.TagEvilMethod, "", at, map[string]any{"detail": "NORMAL", "cost": int64(900), "scene": "GET /x"}))
+	<-got // the request is in flight
+	exp.Close(100 * time.Millisecond)
+	var b bytes.Buffer
+	reportDrops(&b, exp)
+	want := regexp.MustCompile(`^matrix: otlp: 1 issue not exported to http://127\.0\.0\.1:[0-9]+/v1/traces \(0 confirmed, 0 dropped on a full queue, 0 failed, 1 unknown\); the 5s exit deadline ran out with a request in flight, whose issues may have arrived: .*exit deadline ran out.*context canceled\n$`)
+	if !want.MatchString(b.String()) {
+		t.Errorf("exit line %q", b.String())
+	}
+	if exp.Unknown() != 1 || !exp.TimedOut() {
+		t.Errorf("unknown %d, timed out %v", exp.Unknown(), exp.TimedOut())
+	}
+}
+
+// OTEL_SDK_DISABLED=true turns off the OTLP sink alone, saying so.
+func TestOTLPSinkDisabled(t *testing.T) {
+	dir := t.TempDir()
+	var warn bytes.Buffer
+	_, set, err := setup(dir+"/r.jsonl,otlp", func(k string) string {
+		return map[string]string{"OTEL_SDK_DISABLED": "true"}[k]
+	}, &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.close()
+	if set.exp != nil || len(set.listeners) != 1 {
+		t.Errorf("exporter %v, %d listeners: want the file sink alone", set.exp, len(set.listeners))
+	}
+	if w := warn.String(); strings.Count(w, "\n") != 1 || !strings.Contains(w, "OTEL_SDK_DISABLED=true") {
+		t.Errorf("warning %q", w)
+	}
+}

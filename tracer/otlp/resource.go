@@ -1,0 +1,137 @@
+package otlp
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+)
+
+// SchemaURL is the version of the OpenTelemetry semantic conventions the
+// spans and the resource follow (code.function.name and friends are from
+// 1.30 on).
+const SchemaURL = "https://opentelemetry.io/schemas/1.34.0"
+
+// SDKName is the telemetry.sdk.name of the spans: Matrix exports them, not
+// the OpenTelemetry SDK.
+const SDKName = "matrix"
+
+// modulePath is the module whose version is the scope's and the SDK's.
+const modulePath = "github.com/matrixgo/matrix"
+
+// Resource describes the process the spans come from.
+type Resource struct {
+	// ServiceName is the service.name attribute (OTEL_SERVICE_NAME); empty
+	// means service.name from Attributes, else
+	// "unknown_service:<process>" (the OpenTelemetry default).
+	ServiceName string
+	// Attributes are OTEL_RESOURCE_ATTRIBUTES; they win over what was
+	// detected.
+	Attributes []KeyValue
+	// Detected are the attributes of the running process (Detect); nil
+	// when exporting report files, whose process is gone.
+	Detected []KeyValue
+}
+
+// Detect returns the attributes of the running process: service.version
+// (the main module's version, when the build knows it),
+// service.instance.id (new for each call), host.name and
+// process.runtime.*.
+func Detect() []KeyValue {
+	var out []KeyValue
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		out = append(out, str("service.version", bi.Main.Version))
+	}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err == nil {
+		out = append(out, str("service.instance.id", uuid(id)))
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		out = append(out, str("host.name", h))
+	}
+	return append(out, str("process.runtime.name", "go"), str("process.runtime.version", runtime.Version()))
+}
+
+// version is this module's version in the running binary, or "devel".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == modulePath && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == modulePath {
+				if d.Replace != nil && d.Replace.Version != "" {
+					return d.Replace.Version
+				}
+				if d.Version != "" && d.Version != "(devel)" {
+					return d.Version
+				}
+			}
+		}
+	}
+	return "devel"
+}
+
+// uuid formats 16 random or hashed bytes as a version 4 UUID.
+func uuid(b [16]byte) string {
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// NewResourceSpans wraps spans with the resource of the process that wrote
+// r and the exporter's scope (name, version, schema URL). The resource is
+// res's detected attributes, the report's process.pid and
+// process.executable.name, the telemetry.sdk.* attributes, then
+// OTEL_RESOURCE_ATTRIBUTES over them, and service.name. Without detected
+// attributes (a report file), service.instance.id is derived from the
+// report's process and pid, so that exporting it again gives the same
+// resource.
+func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
+	var attrs []KeyValue
+	index := map[string]int{}
+	set := func(kv KeyValue) {
+		if kv.Value.kind == valueNone {
+			return
+		}
+		if i, ok := index[kv.Key]; ok {
+			attrs[i] = kv
+			return
+		}
+		index[kv.Key] = len(attrs)
+		attrs = append(attrs, kv)
+	}
+	for _, kv := range res.Detected {
+		set(kv)
+	}
+	if _, ok := index["service.instance.id"]; !ok && r.Process != "" {
+		h := sha256.Sum256([]byte("instance/" + r.Process + "/" + strconv.FormatInt(r.PID, 10)))
+		set(str("service.instance.id", uuid([16]byte(h[:16]))))
+	}
+	set(str("process.executable.name", r.Process))
+	set(integer("process.pid", r.PID))
+	set(str("telemetry.sdk.name", SDKName))
+	set(str("telemetry.sdk.language", "go"))
+	v := version()
+	set(str("telemetry.sdk.version", v))
+	for _, kv := range res.Attributes {
+		set(kv)
+	}
+	name := res.ServiceName
+	if name == "" {
+		if i, ok := index["service.name"]; ok {
+			name = attrs[i].Value.s
+		}
+	}
+	if name == "" {
+		name = "unknown_service"
+		if r.Process != "" {
+			name += ":" + r.Process
+		}
+	}
+	set(str("service.name", name))
+	return &ResourceSpans{Resource: attrs, Scope: ScopeName, ScopeVersion: v, SchemaURL: SchemaURL, Spans: spans}
+}

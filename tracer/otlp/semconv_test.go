@@ -1,0 +1,217 @@
+package otlp
+
+import (
+	"bytes"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matrixgo/matrix/tracer"
+	"github.com/matrixgo/matrix/tracer/otlp/otlptest"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// An HTTP dispatch's slow-call report is a SERVER span named after the
+// method and route, with the HTTP semantic conventions' attributes; a 5xx
+// response is an error.
+func TestSpansHTTPServer(t *testing.T) {
+	r := slowReport()
+	r.Scene = "GET shop.example/orders/{id}" // a pattern with a host
+	r.Method, r.Host, r.Scheme, r.Status = "GET", "shop.example:8443", "https", 503
+	spans := decode(t, mustSpans(t, r))
+	root := spans[0]
+	if root.Name != "GET /orders/{id}" || root.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Fatalf("root %q kind %v, want the SERVER span GET /orders/{id}", root.Name, root.Kind)
+	}
+	ra := otlptest.Span{Span: root}
+	for k, v := range map[string]string{
+		"http.request.method": "GET", "http.route": "/orders/{id}", "http.response.status_code": "503",
+		"server.address": "shop.example", "server.port": "8443", "url.scheme": "https",
+		"matrix.scene": "GET shop.example/orders/{id}",
+	} {
+		if got := ra.Attr(k); got != v {
+			t.Errorf("root %s = %q, want %q", k, got, v)
+		}
+	}
+	if root.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("status %v on a 503, want an error", root.Status)
+	}
+	for _, k := range []string{"url.path", "url.query", "url.full", "http.target"} {
+		if ra.Attr(k) != "" {
+			t.Errorf("root has %s", k)
+		}
+	}
+
+	// A 200 is no error; an unknown method is _OTHER; a scene the
+	// handler named is not a route.
+	r = slowReport()
+	r.Scene, r.Method, r.Status = "checkout", "PURGE", 200
+	root = decode(t, mustSpans(t, r))[0]
+	ra = otlptest.Span{Span: root}
+	if root.Name != "HTTP" || ra.Attr("http.request.method") != "_OTHER" || ra.Attr("http.request.method_original") != "PURGE" || ra.Attr("http.route") != "" {
+		t.Errorf("root %q attrs:\n%s", root.Name, otlptest.Dump([]otlptest.Span{ra}))
+	}
+	if root.Status.GetCode() != tracepb.Status_STATUS_CODE_UNSET {
+		t.Errorf("status %v on a 200", root.Status)
+	}
+
+	// A Host without a port: the scheme's.
+	r = slowReport()
+	r.Method, r.Host, r.Scheme = "GET", "shop.example", "https"
+	ra = otlptest.Span{Span: decode(t, mustSpans(t, r))[0]}
+	if ra.Attr("server.address") != "shop.example" || ra.Attr("server.port") != "443" {
+		t.Errorf("server %q port %q", ra.Attr("server.address"), ra.Attr("server.port"))
+	}
+}
+
+// A test is a span named after the test; another dispatch after its scene.
+func TestSpansTestAndCustomNames(t *testing.T) {
+	r := slowReport()
+	r.Kind, r.Name, r.Scene = "test", "TestCheckout/slow", "TestCheckout/slow"
+	root := decode(t, mustSpans(t, r))[0]
+	if root.Name != "TestCheckout/slow" || root.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
+		t.Errorf("test span %q kind %v", root.Name, root.Kind)
+	}
+	r.Kind, r.Name, r.Scene = "custom", "job", "nightly"
+	if root := decode(t, mustSpans(t, r))[0]; root.Name != "nightly" {
+		t.Errorf("custom span %q", root.Name)
+	}
+}
+
+// Times come from the report at the clock's resolution: the dispatch's
+// span is exactly [begin, time]; a node of cost c ms lasts c+1 ms (it ran
+// for less), so none is empty; every node has its cost.
+func TestSpansTrueTimes(t *testing.T) {
+	r := slowReport()
+	r.Begin = "2026-01-02T03:04:04.599999123Z"
+	r.Time = "2026-01-02T03:04:05.500000457Z"
+	r.Frames[2].Cost = 0 // a call under 1 ms
+	spans := decode(t, mustSpans(t, r))
+	begin, _ := time.Parse(time.RFC3339Nano, r.Begin)
+	end, _ := time.Parse(time.RFC3339Nano, r.Time)
+	root := spans[0]
+	if root.StartTimeUnixNano != uint64(begin.UnixNano()) || root.EndTimeUnixNano != uint64(end.UnixNano()) {
+		t.Errorf("root [%d, %d], want [%d, %d]", root.StartTimeUnixNano, root.EndTimeUnixNano, begin.UnixNano(), end.UnixNano())
+	}
+	for _, s := range spans {
+		if s.EndTimeUnixNano <= s.StartTimeUnixNano {
+			t.Errorf("%q lasts %d ns", s.Name, int64(s.EndTimeUnixNano-s.StartTimeUnixNano))
+		}
+		if (otlptest.Span{Span: s}).Attr("matrix.cost_ms") == "" {
+			t.Errorf("%q has no matrix.cost_ms", s.Name)
+		}
+	}
+	fast := byName(spans)["example.com/shop.fast"]
+	if d := time.Duration(fast.EndTimeUnixNano - fast.StartTimeUnixNano); d != time.Millisecond {
+		t.Errorf("a node of cost 0 ms lasts %v, want the 1 ms tick", d)
+	}
+	if got := (otlptest.Span{Span: fast}).Attr("matrix.cost_ms"); got != "0" {
+		t.Errorf("matrix.cost_ms = %q, want 0", got)
+	}
+	if start := int64(fast.StartTimeUnixNano) - begin.UnixNano(); start != 12e6 {
+		t.Errorf("fast starts %d ns after the begin, want its 12 ms", start)
+	}
+
+	// Re-export: the same bytes, every span.
+	a := Encode([]*ResourceSpans{{Scope: ScopeName, Spans: mustSpans(t, r)}})
+	b := Encode([]*ResourceSpans{{Scope: ScopeName, Spans: mustSpans(t, r)}})
+	if !bytes.Equal(a, b) {
+		t.Error("exporting the same report twice gives other bytes")
+	}
+
+	// A begin after the time is refused.
+	r.Begin = "2026-01-02T03:04:06Z"
+	if _, err := Spans(r); err == nil {
+		t.Error("begin after time: no error")
+	}
+}
+
+// dispatchReports are the LAG, ANR and final reports of one dispatch.
+func dispatchReports() (lag, anr, final *Report) {
+	base := func(id, detail, at string, cost int64) *Report {
+		r := slowReport()
+		r.ID, r.Detail, r.Time, r.Cost, r.TraceParent = id, detail, at, cost, ""
+		r.DispatchID, r.Begin = 17, "2026-01-02T03:04:00.000000100Z"
+		r.Method, r.Scheme, r.Host = "GET", "http", "127.0.0.1:8080"
+		return r
+	}
+	lag = base("a1", tracer.DetailLag, "2026-01-02T03:04:02Z", 2000)
+	lag.Frames, lag.StackKey = nil, ""
+	lag.ThreadStack = "goroutine 7 [sleep]:\nexample.com/shop.slow()\n\t/src/shop/main.go:31"
+	lag.Goroutines, lag.Running = 12, 1
+	anr = base("a2", tracer.DetailANR, "2026-01-02T03:04:05Z", 5000)
+	anr.ThreadStack = lag.ThreadStack
+	anr.Memory = map[string]uint64{"heapBytes": 1 << 20, "totalBytes": 3 << 20}
+	anr.GCPauseMs, anr.GCCycles, anr.Goroutines = 1.5, 3, 13
+	final = base("a3", tracer.DetailNormal, "2026-01-02T03:04:06Z", 6000)
+	final.CPU, final.Usage, final.Status = i64(120), "2.00%", 200
+	return lag, anr, final
+}
+
+// The LAG, ANR and final reports of a dispatch form one trace: the LAG and
+// ANR spans are children of the dispatch's span, with an event holding the
+// goroutine's stack; with a traceparent, the caller's trace.
+func TestSpansOneDispatchOneTrace(t *testing.T) {
+	for _, tp := range []string{"", "00-" + callerTrace + "-" + callerSpan + "-01"} {
+		lag, anr, final := dispatchReports()
+		lag.TraceParent, anr.TraceParent, final.TraceParent = tp, tp, tp
+		l := decode(t, mustSpans(t, lag))[0]
+		a := decode(t, mustSpans(t, anr))
+		f := decode(t, mustSpans(t, final))[0]
+		if !bytes.Equal(l.TraceId, f.TraceId) || !bytes.Equal(a[0].TraceId, f.TraceId) {
+			t.Fatalf("traceparent %q: traces %x %x %x, want one", tp, l.TraceId, a[0].TraceId, f.TraceId)
+		}
+		if tp != "" && hex.EncodeToString(f.TraceId) != callerTrace {
+			t.Errorf("trace %x, want the caller's", f.TraceId)
+		}
+		if tp != "" && hex.EncodeToString(f.ParentSpanId) != callerSpan {
+			t.Errorf("dispatch span's parent %x, want the caller's span", f.ParentSpanId)
+		}
+		if tp == "" && len(f.ParentSpanId) != 0 {
+			t.Errorf("dispatch span has parent %x without a traceparent", f.ParentSpanId)
+		}
+		if !bytes.Equal(l.ParentSpanId, f.SpanId) || !bytes.Equal(a[0].ParentSpanId, f.SpanId) {
+			t.Errorf("LAG/ANR parents %x %x, want the dispatch's span %x", l.ParentSpanId, a[0].ParentSpanId, f.SpanId)
+		}
+		if l.Name != "LAG GET /slow" || a[0].Name != "ANR GET /slow" || f.Name != "GET /slow" {
+			t.Errorf("names %q %q %q", l.Name, a[0].Name, f.Name)
+		}
+		if len(a) < 2 || !bytes.Equal(a[1].ParentSpanId, a[0].SpanId) {
+			t.Errorf("the ANR's call tree is not under its span")
+		}
+		for _, s := range []*tracepb.Span{l, a[0]} {
+			if len(s.Events) != 1 || !strings.Contains((otlptest.Span{Span: &tracepb.Span{Attributes: s.Events[0].Attributes}}).Attr("matrix.goroutine.stack"), "example.com/shop.slow()") {
+				t.Errorf("%q events %v, want one with the goroutine's stack", s.Name, s.Events)
+			}
+		}
+		aa := otlptest.Span{Span: a[0]}
+		for k, v := range map[string]string{"matrix.memory.heapBytes": "1048576", "matrix.memory.totalBytes": "3145728", "matrix.gc.pause_ms": "1.5", "matrix.gc.cycles": "3", "matrix.goroutines": "13"} {
+			if got := aa.Attr(k); got != v {
+				t.Errorf("ANR %s = %q, want %q", k, got, v)
+			}
+		}
+		fa := otlptest.Span{Span: f}
+		if fa.Attr("matrix.cpu_ms") != "120" || fa.Attr("matrix.cpu.usage") != "2.00%" || fa.Attr("http.response.status_code") != "200" {
+			t.Errorf("final attrs:\n%s", otlptest.Dump([]otlptest.Span{fa}))
+		}
+	}
+
+	// Another dispatch (or the same number in another process) is
+	// another trace.
+	_, _, f1 := dispatchReports()
+	_, _, f2 := dispatchReports()
+	f2.DispatchID = 18
+	if a, b := mustSpans(t, f1)[0], mustSpans(t, f2)[0]; a.TraceID == b.TraceID || a.SpanID == b.SpanID {
+		t.Error("two dispatches share a trace or span id")
+	}
+}
+
+func mustSpans(t *testing.T, r *Report) []Span {
+	t.Helper()
+	s, err := Spans(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
