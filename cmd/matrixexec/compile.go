@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/types"
 	"io"
@@ -34,7 +35,39 @@ const (
 )
 
 // compile instruments one package and runs the real compiler on the result.
+//
+// A router or RPC server package gets its route hooks (rewrite.PatchRoutes)
+// too. Their rules check the shape of the code they hook, but if the
+// compiler still rejects the package with them, it is compiled again
+// without them, with a note: route hooks never fail a build that succeeds
+// without them.
 func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c, err := toolcmd.ParseCompile(args)
+	if err != nil {
+		return err
+	}
+	if !rewrite.HasRouteHooks(c.ImportPath()) {
+		return compilePackage(cfg, args, true, stdin, stdout, stderr)
+	}
+	var out, errOut bytes.Buffer
+	err = compilePackage(cfg, args, true, stdin, &out, &errOut)
+	var exit exitError
+	if !errors.As(err, &exit) {
+		if _, werr := stdout.Write(out.Bytes()); werr != nil && err == nil {
+			err = werr
+		}
+		if _, werr := stderr.Write(errOut.Bytes()); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+	fmt.Fprintf(stderr, "matrixexec: note: %s left without route hooks: the compiler rejected them (%s)\n", c.ImportPath(), firstLine(append(out.Bytes(), errOut.Bytes()...)))
+	return compilePackage(cfg, args, false, stdin, stdout, stderr)
+}
+
+// compilePackage is compile's one attempt, with the route hooks of the
+// package or without them.
+func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, stdout, stderr io.Writer) error {
 	c, err := toolcmd.ParseCompile(args)
 	if err != nil {
 		return err
@@ -75,7 +108,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		newFiles = linkFiles(files, tracerPlainFile, tracerLinkedFile)
 		log.Debug().Msg("linked the tracer to the runtime")
 	default:
-		if rewrite.HasRouteHooks(pkg) {
+		if routes && rewrite.HasRouteHooks(pkg) {
 			routed, note, rerr := rewrite.PatchRoutes(pkg, files, tmp)
 			if rerr != nil {
 				return rerr
@@ -93,7 +126,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		if err == nil && inst.files == nil {
 			// compileInstrumented patches an instrumented package's.
 			newFiles, err = patchTestMain(files, nil, tmp)
-			if newFiles == nil && rewrite.HasRouteHooks(pkg) {
+			if newFiles == nil && routes && rewrite.HasRouteHooks(pkg) {
 				newFiles = files
 			}
 		}
