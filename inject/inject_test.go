@@ -144,3 +144,18 @@ func TestRouteFileBesideHooks(t *testing.T) {
 		t.Errorf("the route declarations clash with the hooks file: %v", err)
 	}
 }
+
+// TestRouteFileGo17: the route declarations compile in a package whose
+// module declares no Go version (httprouter's), which the compiler
+// compiles with -lang=go1.7.
+func TestRouteFileGo17(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, RouteFileName, Route("httprouter"), parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := types.Config{Importer: importer.Default(), GoVersion: "go1.7"}
+	if _, err := conf.Check("httprouter", fset, []*ast.File{f}, nil); err != nil {
+		t.Errorf("the route declarations need a later Go than 1.7: %v", err)
+	}
+}

@@ -63,14 +63,16 @@ var routeRules = map[string]routeRule{
 		},
 	},
 	// echo v4: the router's match, with the route's path as registered
-	// (groups included).
+	// (groups included). A route registered with RouteNotFound is the
+	// node's notFoundHandler: its requests matched no route.
 	"github.com/labstack/echo/v4": {
+		needs: []string{"node.notFoundHandler"},
 		hooks: []routeHook{
 			{recv: "Router", name: "Find", params: "method, path string, c Context",
 				text: `__matrix_rt_route(method, ""); `},
 			{recv: "Router", name: "Find", params: "method, path string, c Context",
 				after: "ctx.handler = matchedRouteMethod.handler",
-				text:  "; __matrix_rt_route(method, rPath)"},
+				text:  "; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) }"},
 		},
 	},
 	// chi v5: each router's match; a mounted router matches after the
@@ -99,13 +101,16 @@ var routeRules = map[string]routeRule{
 		},
 	},
 	// httprouter keeps no route's path past its registration: each
-	// handle is wrapped where it is registered.
+	// handle is wrapped where it is registered. (Its module declares no
+	// Go version: the statements are Go 1.7's.)
 	"github.com/julienschmidt/httprouter": {
 		hooks: []routeHook{
 			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
 				text: `__matrix_rt_route(req.Method, ""); `},
 			{recv: "Router", name: "Handle", params: "method, path string, handle Handle",
-				text: "if handle != nil { handle = __matrix_rt_wrap3(method, path, handle) }; "},
+				text: "if handle != nil { handle = func(h Handle, scene string) Handle { " +
+					"return func(w http.ResponseWriter, r *http.Request, p Params) { __matrix_rt_named(scene); h(w, r, p) } " +
+					"}(handle, __matrix_rt_name(method, path)) }; "},
 		},
 	},
 	// gRPC: every unary and streaming call the server handles.

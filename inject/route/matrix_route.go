@@ -2,6 +2,8 @@
 
 // This file is added to the routers and RPC servers that matrixexec hooks
 // (gin, echo, chi, gorilla/mux, httprouter, gRPC; see rewrite.PatchRoutes).
+// It is Go 1.7's (no generics, no any): httprouter's module declares no
+// Go version, and so compiles with -lang=go1.7.
 // matrixexec renders it with the package clause of the package it joins and
 // drops the build tag; the statements it inserts into the package's
 // functions call the declarations below. Every name starts with
@@ -80,17 +82,12 @@ func __matrix_rt_template(method string, r interface{ GetPathTemplate() (string,
 	__matrix_rt_scene(method)
 }
 
-// __matrix_rt_wrap3 returns a handler of three parameters (httprouter's
-// Handle) that names the scene after its route before it runs h: routers
-// that keep no full template past registration are hooked where a route is
-// registered.
-func __matrix_rt_wrap3[H ~func(A, B, C), A, B, C any](method, path string, h H) H {
-	scene := __matrix_rt_name(method, path)
-	return func(a A, b B, c C) {
-		if __matrix_rt_current() != nil {
-			__matrix_rt_scene(scene)
-		}
-		h(a, b, c)
+// __matrix_rt_named names the scene of the goroutine's dispatch, if it
+// serves one: a handler wrapped where its route is registered (httprouter
+// keeps no template past registration) runs it first.
+func __matrix_rt_named(scene string) {
+	if __matrix_rt_current() != nil {
+		__matrix_rt_scene(scene)
 	}
 }
 
