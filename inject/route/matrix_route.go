@@ -91,13 +91,14 @@ func __matrix_rt_named(scene string) {
 	}
 }
 
-// __matrix_rt_call is an RPC a server handles: a dispatch of kind, unless
-// the goroutine serves one already (a gRPC server behind net/http), whose
-// scene is the RPC's full method ("/shop.Orders/Get"). It returns the
-// dispatch it began, nil if none, for __matrix_rt_end.
+// __matrix_rt_call begins the dispatch of an RPC a server handles, of
+// kind and named name (nested in the goroutine's dispatch if it serves one
+// already: a gRPC server behind net/http), whose scene is the RPC's full
+// method ("/shop.Orders/Get"). It returns the dispatch, nil while nothing
+// records, for __matrix_rt_end.
 func __matrix_rt_call(kind int, name, method string) __matrix_rt_unsafe.Pointer {
 	d := __matrix_rt_begin(kind, name)
-	if d != nil || __matrix_rt_current() != nil {
+	if d != nil {
 		__matrix_rt_scene(method)
 	}
 	return d
