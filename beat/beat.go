@@ -41,6 +41,7 @@ const (
 	KindTest      = Kind(abi.KindTest)      // a test run by the testing package
 	KindBenchmark = Kind(abi.KindBenchmark) // one run of a benchmark
 	KindFrame     = Kind(abi.KindFrame)     // a frame of a frame loop
+	KindRPC       = Kind(abi.KindRPC)       // a call an RPC server (gRPC) handles
 )
 
 // String names the kind: "custom", "http", "test", "benchmark" or "frame".

@@ -30,6 +30,9 @@ var runtimeSrc []byte
 //go:embed std/matrix_std.go
 var stdSrc []byte
 
+//go:embed route/matrix_route.go
+var routeSrc []byte
+
 //go:embed pkg/matrix_hooks.go
 var hooksSrc []byte
 
@@ -41,6 +44,7 @@ const (
 	RuntimeFileName      = "zz_matrix_beat.go"
 	RuntimeConstFileName = "zz_matrix_abi.go"
 	StdFileName          = "zz_matrix_std.go"
+	RouteFileName        = "zz_matrix_route.go"
 	HooksFileName        = "zz_matrix_hooks.go"
 	TestMainFileName     = "zz_matrix_testmain.go"
 )
@@ -68,6 +72,7 @@ var (
 var (
 	runtimeFile = parse("runtime/matrix_beat.go", runtimeSrc)
 	stdFile     = parse("std/matrix_std.go", stdSrc)
+	routeFile   = parse("route/matrix_route.go", routeSrc)
 	hooksFile   = parse("pkg/matrix_hooks.go", hooksSrc)
 	mainFile    = parse("main/matrix_main.go", mainSrc)
 	mainDecls   = mustCut("main/matrix_main.go", mainSrc, mainImport)
@@ -92,6 +97,12 @@ func Runtime(debug bool) (src, consts []byte, err error) {
 // (its package clause's name).
 func Std(pkgName string) []byte {
 	return appendFlagConsts(stdFile.render(pkgName))
+}
+
+// Route returns the declarations file for a router or RPC server package
+// that matrixexec hooks, named pkgName (its package clause's name).
+func Route(pkgName string) []byte {
+	return routeFile.render(pkgName)
 }
 
 // Hooks returns the hooks file of an instrumented package named pkgName

@@ -99,6 +99,7 @@ func TestRender(t *testing.T) {
 		{HooksFileName, "p", Hooks("p", "p\n", false)},
 		{HooksFileName, "main", Hooks("main", "main\n", true)},
 		{TestMainFileName, "main", TestMain("main")},
+		{RouteFileName, "gin", Route("gin")},
 	} {
 		if !bytes.HasPrefix(f.src, []byte(Header)) || bytes.Count(f.src, []byte(Header)) != 1 {
 			t.Errorf("%s (%s) does not begin with the header once", f.name, f.pkg)
@@ -122,5 +123,39 @@ func TestRender(t *testing.T) {
 	c := check(t, HooksFileName, Hooks("p", names, false)).Scope().Lookup("__matrix_nameData").(*types.Const)
 	if got := c.Val().ExactString(); got != `"example.com/p\n1 F p.go:3\n2 \"quoted\" p.go:4\n"` {
 		t.Errorf("__matrix_nameData = %s", got)
+	}
+}
+
+// TestRouteFileBesideHooks: a router package that is also instrumented
+// compiles the route declarations next to its hooks file: no name is
+// declared twice.
+func TestRouteFileBesideHooks(t *testing.T) {
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for name, src := range map[string][]byte{HooksFileName: Hooks("gin", "gin\n", false), RouteFileName: Route("gin")} {
+		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	conf := types.Config{Importer: importer.Default(), Sizes: types.SizesFor("gc", runtime.GOARCH)}
+	if _, err := conf.Check("gin", fset, files, nil); err != nil {
+		t.Errorf("the route declarations clash with the hooks file: %v", err)
+	}
+}
+
+// TestRouteFileGo17: the route declarations compile in a package whose
+// module declares no Go version (httprouter's), which the compiler
+// compiles with -lang=go1.7.
+func TestRouteFileGo17(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, RouteFileName, Route("httprouter"), parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := types.Config{Importer: importer.Default(), GoVersion: "go1.7"}
+	if _, err := conf.Check("httprouter", fset, []*ast.File{f}, nil); err != nil {
+		t.Errorf("the route declarations need a later Go than 1.7: %v", err)
 	}
 }

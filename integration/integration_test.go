@@ -190,6 +190,8 @@ var fullOnly = map[string]string{
 	"fw_chi":         framework,
 	"fw_echo":        framework,
 	"fw_gin":         framework,
+	"fw_grpc":        framework,
+	"fw_httprouter":  framework,
 	"fw_mux":         framework,
 	"cache":          ownMap,
 	"linedirectives": "compiles the standard library with -trimpath",

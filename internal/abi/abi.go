@@ -246,6 +246,7 @@ const (
 	KindTest                  // a test run by the testing package
 	KindBenchmark             // one run of a benchmark
 	KindFrame                 // a frame of a frame loop
+	KindRPC                   // a call an RPC server (gRPC) handles
 )
 
 // String names the kind.
@@ -259,6 +260,8 @@ func (k Kind) String() string {
 		return "benchmark"
 	case KindFrame:
 		return "frame"
+	case KindRPC:
+		return "rpc"
 	}
 	return "custom"
 }

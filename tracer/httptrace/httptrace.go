@@ -33,9 +33,13 @@ const TraceParentHeader = "Traceparent"
 // join the caller's trace, and so are its method, host and scheme
 // (Dispatch.SetRequest), never its path or query.
 //
-// The pattern is read from the request next was given: a ServeMux reached
-// through another middleware that replaced the request (WithContext) sets
-// the pattern on the replacement, and the scene is then the method.
+// Routers that set the pattern on a request of their own (chi's copy, or a
+// ServeMux reached through another middleware that replaced the request
+// with WithContext) are read after routing: matrixexec hooks the match of
+// net/http's ServeMux, gin, echo v4, chi v5, gorilla/mux and httprouter,
+// which name the scene ("GET /users/{id}", or "GET unmatched") as soon as
+// they have matched, and the middleware keeps a scene named while next ran.
+// Only a router it does not hook leaves the method as the scene.
 func Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d := beat.Current(); d != nil {

@@ -1,0 +1,318 @@
+package rewrite
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/printer"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/matrixgo/matrix/inject"
+	"github.com/matrixgo/matrix/internal/abi"
+)
+
+// A routeRule names the scene of the requests a router serves, or makes
+// each call an RPC server handles a dispatch: statements added to the
+// third-party package where it matches a route, so that no program has to
+// change. A rule is declared by the package's import path, and each of its
+// hooks by function, signature and, for a statement added in the middle of
+// a body, the statement it follows: the shape the statements rely on. A
+// package in which any of them is not found (another version of the
+// module) is left untouched and the build goes on (PatchRoutes's note).
+type routeRule struct {
+	hooks []routeHook
+	// needs are members the statements use besides the parameters, each
+	// "Type.name": a field of struct type Type or a method on it.
+	needs []string
+}
+
+// A routeHook is a statement added to one function of a rule's package.
+type routeHook struct {
+	recv, name string // receiver type (without *) and function name
+	// params is the function's parameter list as printed, receiver
+	// excluded ("c *Context"): the names and types text uses.
+	params string
+	// after, if set, is a statement of the body, as printed, after which
+	// text goes (on its line); otherwise text goes at the top of the body.
+	after string
+	text  string
+}
+
+// kindRPC is the dispatch kind of a call an RPC server handles.
+const kindRPC = int(abi.KindRPC)
+
+// routeRules are the routers and RPC servers whose requests get their
+// route template, or RPC method, as the scene. Each sets "METHOD unmatched"
+// first, and the template once the router matched one: a request that
+// matches no route never has its path as the scene.
+var routeRules = map[string]routeRule{
+	// gin: the engine's match, with the route's full path (groups
+	// included).
+	"github.com/gin-gonic/gin": {
+		needs: []string{"Context.Request", "Context.fullPath"},
+		hooks: []routeHook{
+			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+				text: `__matrix_rt_route(c.Request.Method, ""); `},
+			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+				after: "c.fullPath = value.fullPath",
+				text:  "; __matrix_rt_route(c.Request.Method, c.fullPath)"},
+		},
+	},
+	// echo v4: the router's match, with the route's path as registered
+	// (groups included). A route registered with RouteNotFound is the
+	// node's notFoundHandler: its requests matched no route.
+	"github.com/labstack/echo/v4": {
+		needs: []string{"node.notFoundHandler"},
+		hooks: []routeHook{
+			{recv: "Router", name: "Find", params: "method, path string, c Context",
+				text: `__matrix_rt_route(method, ""); `},
+			{recv: "Router", name: "Find", params: "method, path string, c Context",
+				after: "ctx.handler = matchedRouteMethod.handler",
+				text:  "; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) }"},
+		},
+	},
+	// chi v5: each router's match; a mounted router matches after the
+	// router it is mounted on, and RoutePattern joins the patterns of
+	// both.
+	"github.com/go-chi/chi/v5": {
+		needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
+		hooks: []routeHook{
+			{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
+				text: `__matrix_rt_route(rctx.RouteMethod, ""); `},
+			{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
+				after: "rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern)",
+				text:  "; if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }"},
+		},
+	},
+	// gorilla/mux: the router's match; a subrouter's route has the full
+	// path template.
+	"github.com/gorilla/mux": {
+		needs: []string{"Route.GetPathTemplate", "RouteMatch.Route", "RouteMatch.MatchErr"},
+		hooks: []routeHook{
+			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
+				text: `__matrix_rt_route(req.Method, ""); `},
+			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
+				after: "handler = match.Handler",
+				text:  "; if match.Route != nil && match.MatchErr == nil { __matrix_rt_template(req.Method, match.Route) }"},
+		},
+	},
+	// httprouter keeps no route's path past its registration: each
+	// handle is wrapped where it is registered. (Its module declares no
+	// Go version: the statements are Go 1.7's.)
+	"github.com/julienschmidt/httprouter": {
+		hooks: []routeHook{
+			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
+				text: `__matrix_rt_route(req.Method, ""); `},
+			{recv: "Router", name: "Handle", params: "method, path string, handle Handle",
+				text: "if handle != nil { handle = func(h Handle, scene string) Handle { " +
+					"return func(w http.ResponseWriter, r *http.Request, p Params) { __matrix_rt_named(scene); h(w, r, p) } " +
+					"}(handle, __matrix_rt_name(method, path)) }; "},
+		},
+	},
+	// gRPC: every unary and streaming call the server handles.
+	"google.golang.org/grpc": {
+		hooks: []routeHook{
+			{recv: "Server", name: "processUnaryRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, md *MethodDesc, trInfo *traceInfo",
+				text: rpcCall},
+			{recv: "Server", name: "processStreamingRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo",
+				text: rpcCall},
+		},
+	},
+}
+
+// rpcCall begins the dispatch of an RPC, named "grpc", with its full
+// method as the scene.
+var rpcCall = fmt.Sprintf(`if __matrix_rt_d := __matrix_rt_call(%d, "grpc", stream.Method()); __matrix_rt_d != nil { defer __matrix_rt_end(__matrix_rt_d, "") }; `, kindRPC)
+
+// HasRouteHooks reports whether PatchRoutes may change package pkg.
+func HasRouteHooks(pkg string) bool { _, ok := routeRules[pkg]; return ok }
+
+// PatchRoutes adds the route hooks of a router or RPC server package
+// (gin, echo, chi, gorilla/mux, httprouter, gRPC) to its files, writing
+// the changed files and the file of declarations they use to dir, and
+// returns the new file list. When the package does not have the shape the
+// hooks rely on, it returns files unchanged and a note saying what is
+// missing: the package then builds as it is, with the scene "http" for its
+// requests.
+func PatchRoutes(pkg string, files []string, dir string) (out []string, note string, err error) {
+	rule, ok := routeRules[pkg]
+	if !ok {
+		return files, "", nil
+	}
+	type parsed struct {
+		sf   *srcFile
+		fset *token.FileSet
+	}
+	fset := token.NewFileSet()
+	var srcs []parsed
+	members := map[string]bool{}
+	for _, path := range files {
+		if !strings.HasSuffix(path, ".go") {
+			srcs = append(srcs, parsed{})
+			continue
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return nil, "", fmt.Errorf("route hooks for %s: %w", pkg, err)
+		}
+		f, err := parser.ParseFile(fset, path, src, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return files, fmt.Sprintf("%s does not parse (%v)", filepath.Base(path), err), nil
+		}
+		collectMembers(f, members)
+		srcs = append(srcs, parsed{sf: &srcFile{editBuffer: editBuffer{path: path, src: src}, ast: f, lineNames: lineDirectiveNames(f, path)}, fset: fset})
+	}
+	for _, n := range rule.needs {
+		if !members[n] {
+			return files, fmt.Sprintf("no %s", n), nil
+		}
+	}
+	pkgName := ""
+	for h, hook := range rule.hooks {
+		found := false
+		for _, p := range srcs {
+			if p.sf == nil {
+				continue
+			}
+			pkgName = p.sf.ast.Name.Name
+			for _, d := range p.sf.ast.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil || fd.Name.Name != hook.name || recvTypeName(fd) != hook.recv {
+					continue
+				}
+				if got := paramList(fset, fd.Type.Params); got != "("+hook.params+")" {
+					return files, fmt.Sprintf("%s has the parameters %s, not (%s)", hookName(stdHook{recv: hook.recv, name: hook.name}), got, hook.params), nil
+				}
+				if hook.after == "" {
+					p.sf.insert(fset.Position(fd.Body.Lbrace).Offset+1, hook.text+resumeDirective(fset, p.sf, fd.Body.Lbrace))
+					found = true
+					break
+				}
+				stmt := findStmt(fset, fd.Body, hook.after)
+				if stmt == nil {
+					return files, fmt.Sprintf("%s has no statement %q", hookName(stdHook{recv: hook.recv, name: hook.name}), hook.after), nil
+				}
+				p.sf.insert(fset.Position(stmt.End()).Offset, hook.text+resumeAt(fset, p.sf, stmt.End()))
+				found = true
+				break
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return files, fmt.Sprintf("no function %s (hook %d)", hookName(stdHook{recv: hook.recv, name: hook.name}), h), nil
+		}
+	}
+	out = append([]string(nil), files...)
+	for i, p := range srcs {
+		if p.sf == nil || !p.sf.changed() {
+			continue
+		}
+		dst := filepath.Join(dir, "route_"+filepath.Base(p.sf.path))
+		if err := os.WriteFile(dst, p.sf.render(nil), 0o644); err != nil {
+			return nil, "", fmt.Errorf("route hooks for %s: %w", pkg, err)
+		}
+		out[i] = dst
+	}
+	decls := filepath.Join(dir, inject.RouteFileName)
+	if err := os.WriteFile(decls, inject.Route(pkgName), 0o644); err != nil {
+		return nil, "", fmt.Errorf("route hooks for %s: %w", pkg, err)
+	}
+	return append(out, decls), "", nil
+}
+
+// collectMembers adds the fields of f's struct types and its methods to
+// members, each as "Type.name".
+func collectMembers(f *ast.File, members map[string]bool) {
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if r := recvTypeName(d); r != "" {
+				members[r+"."+d.Name.Name] = true
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				ts, ok := s.(*ast.TypeSpec)
+				if !ok {
+					continue
+				}
+				st, ok := ts.Type.(*ast.StructType)
+				if !ok {
+					continue
+				}
+				for _, fl := range st.Fields.List {
+					for _, n := range fl.Names {
+						members[ts.Name.Name+"."+n.Name] = true
+					}
+				}
+			}
+		}
+	}
+}
+
+// findStmt returns the statement of body (at any depth) that prints as
+// text, or nil.
+func findStmt(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {
+	var found ast.Stmt
+	ast.Inspect(body, func(n ast.Node) bool {
+		if found != nil {
+			return false
+		}
+		switch s := n.(type) {
+		case *ast.AssignStmt, *ast.ExprStmt:
+			if printed(fset, s) == text {
+				found = s.(ast.Stmt)
+			}
+			return false
+		case *ast.FuncLit:
+			return false // another function's body
+		}
+		return true
+	})
+	return found
+}
+
+// paramList prints a parameter list: "(a, b string, c T)".
+func paramList(fset *token.FileSet, fl *ast.FieldList) string {
+	var parts []string
+	for _, f := range fl.List {
+		var names []string
+		for _, n := range f.Names {
+			names = append(names, n.Name)
+		}
+		typ := printed(fset, f.Type)
+		if len(names) == 0 {
+			parts = append(parts, typ)
+		} else {
+			parts = append(parts, strings.Join(names, ", ")+" "+typ)
+		}
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// printed returns node as go/printer prints it.
+func printed(fset *token.FileSet, node any) string {
+	var b bytes.Buffer
+	if err := printer.Fprint(&b, fset, node); err != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// resumeAt returns the block line directive that gives the text at pos its
+// original position back.
+func resumeAt(fset *token.FileSet, f *srcFile, pos token.Pos) string {
+	ps := fset.Position(pos)
+	if raw, ok := f.lineNames[ps.Filename]; ok {
+		ps.Filename = raw
+	}
+	if ps.Column == 0 {
+		return fmt.Sprintf("/*line %s:%d*/", ps.Filename, ps.Line)
+	}
+	return fmt.Sprintf("/*line %s:%d:%d*/", ps.Filename, ps.Line, ps.Column)
+}
