@@ -217,7 +217,9 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 }
 
 // goroutineFrame names the goroutine of an ExtGo interval by the function
-// it runs.
+// it runs. A go statement whose call the compiler wrapped in a function of
+// its own (F.gowrap1) is named after the function the call calls, as the
+// rewriter recorded it (beat.GoCallee), at the go statement's position.
 func goroutineFrame(x *analysis.Interval) Frame {
 	f := Frame{Kind: FrameGoroutine}
 	if x.Reason == abi.ExtGoRunning {
@@ -227,9 +229,33 @@ func goroutineFrame(x *analysis.Interval) Frame {
 		if fn := runtime.FuncForPC(uintptr(x.PCs[0])); fn != nil {
 			f.Func = mainPath(fn.Name())
 			f.File, f.Line = fn.FileLine(fn.Entry())
+			if isGoWrapper(f.Func) {
+				if callee, ok := beat.GoCallee(f.File, f.Line); ok {
+					f.Func = mainPath(callee)
+				}
+			}
 		}
 	}
 	return f
+}
+
+// isGoWrapper reports whether a function name is the compiler's wrapper of
+// a go statement's call: "….F.gowrap<n>".
+func isGoWrapper(fn string) bool {
+	i := strings.LastIndex(fn, ".gowrap")
+	if i < 0 {
+		return false
+	}
+	n := fn[i+len(".gowrap"):]
+	if n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // reasonOf names an interval: the runtime's wait reason of a wait,
