@@ -87,6 +87,7 @@ type Frame struct {
 type EvilMethodTracer struct {
 	threshold atomic.Int64 // ns
 	scenes    atomic.Pointer[sceneTable]
+	repeats   atomic.Pointer[analysis.RepeatRule]
 	jobs      chan *evilJob
 	dropped   atomic.Uint64
 	cpu       cpuTable
@@ -131,6 +132,13 @@ func (t *EvilMethodTracer) SetSlowForScene(floor time.Duration, cfg SceneConfig)
 		return
 	}
 	t.scenes.Store(newSceneTable(floor, cfg))
+}
+
+// SetRepeatRule sets what makes an N+1 pattern in a slow call's tree (see
+// TraceConfig.Repeats): the report then names the costliest (repeat). A
+// MinCalls of 0 or less finds none, as before the first call.
+func (t *EvilMethodTracer) SetRepeatRule(rule analysis.RepeatRule) {
+	t.repeats.Store(&rule)
 }
 
 // Threshold returns the current threshold.
@@ -218,10 +226,11 @@ type evilJob struct {
 	cost     time.Duration
 	endMs    uint64
 	end      time.Time
-	why      string        // why it was taken, in "slow for its scene" mode
-	heldBack uint64        // its scene's slow dispatches not reported before it
-	cpuNs    int64         // process CPU time
-	cpuWall  time.Duration // over this wall time
+	repeats  analysis.RepeatRule // what makes an N+1 pattern
+	why      string              // why it was taken, in "slow for its scene" mode
+	heldBack uint64              // its scene's slow dispatches not reported before it
+	cpuNs    int64               // process CPU time
+	cpuWall  time.Duration       // over this wall time
 	hasCPU   bool
 }
 
@@ -236,6 +245,9 @@ func putJob(j *evilJob) {
 func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict) {
 	j := jobPool.Get().(*evilJob)
 	j.why, j.heldBack = v.why, v.heldBack
+	if rule := t.repeats.Load(); rule != nil {
+		j.repeats = *rule
+	}
 	if begin, ok := t.cpu.take(d.Goid()); ok {
 		if end, ok := t.clock.refresh(); ok && end.ns >= begin.ns && end.at > begin.at {
 			j.cpuNs, j.cpuWall, j.hasCPU = end.ns-begin.ns, end.at-begin.at, true
@@ -286,7 +298,7 @@ func (t *EvilMethodTracer) run(r Reporter, stop <-chan struct{}, done chan<- str
 // methods closed at the dispatch's end) and builds its issue; recs is a
 // buffer for the records, reused when large enough.
 func evilIssue(j *evilJob, recs []analysis.Record) Issue {
-	tree := buildTree(j.recs, recs, analysis.Strict, j.endMs, j.cost.Milliseconds())
+	tree := buildTree(j.recs, recs, analysis.Strict, j.endMs, j.cost.Milliseconds(), j.repeats)
 	scene := j.scene
 	if scene == "" {
 		scene = j.name

@@ -58,25 +58,41 @@ type callTree struct {
 	key    string // the stack key to report (see framesOf)
 }
 
-// buildTree analyses raw records with analysis.Analyze and symbolises the
-// result. buf is reused for the records when it is large enough.
-func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs uint64, triggerCost int64) callTree {
+// buildTree analyses raw records with analysis.AnalyzeRepeats (rule finds
+// the N+1 patterns, none when zero) and symbolises the result. buf is
+// reused for the records when it is large enough.
+func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs uint64, triggerCost int64, rule analysis.RepeatRule) callTree {
 	recs := buf[:0]
 	for _, v := range raw {
 		recs = append(recs, analysis.Record(v))
 	}
-	res := analysis.Analyze(recs, mode, endMs, triggerCost)
+	res := analysis.AnalyzeRepeats(recs, mode, endMs, triggerCost, rule)
 	frames, key := framesOf(res)
 	return callTree{res: res, frames: frames, key: key}
 }
 
-// fill sets a report's call tree and its cost; a non-empty note says why
-// there is no tree, before a note the report already has.
+// fill sets a report's call tree and its cost, and its costliest N+1
+// pattern if it has one; a non-empty note says why there is no tree,
+// before a note the report already has.
 func (t callTree) fill(r *EvilReport, note string) {
 	r.Cost = t.res.Cost
 	r.Tree = &TreeFields{Stack: t.res.Stack, StackKey: t.key, Frames: t.frames, Recorded: note == ""}
 	if note != "" {
 		r.addNote(note)
+	}
+	if len(t.res.Repeats) > 0 {
+		rp := t.res.Repeats[0]
+		f := &RepeatFields{ID: rp.ID, ParentID: rp.Parent, Calls: rp.Calls, Cost: rp.Cost}
+		if t.res.Cost > 0 {
+			f.Percent = int(min(rp.Cost*100/t.res.Cost, 100))
+		}
+		if fn, ok := beat.Lookup(rp.ID); ok {
+			f.Func = fn.String()
+		}
+		if fn, ok := beat.Lookup(rp.Parent); ok {
+			f.Parent = fn.String()
+		}
+		r.Repeat = f
 	}
 }
 

@@ -44,6 +44,8 @@ type Report struct {
 	Note        string  `json:"note"`
 	TraceParent string  `json:"traceparent"`
 	Frames      []Frame `json:"frames"`
+	// Repeat is the N+1 pattern of a slow call, when it has one.
+	Repeat *tracer.RepeatFields `json:"repeat"`
 }
 
 // Frame is one call-tree node of a report (tracer.Frame as JSON), with the
@@ -237,6 +239,10 @@ func Spans(r *Report) ([]Span, error) {
 	}
 	if keyFunc != "" {
 		root.Attributes = append(root.Attributes, str("code.function", keyFunc))
+	}
+	if rp := r.Repeat; rp != nil {
+		root.Attributes = appendAttrs(root.Attributes, str("matrix.repeat", rp.String()), str("matrix.repeat.key", rp.Key()),
+			integer("matrix.repeat.calls", int64(rp.Calls)), integer("matrix.repeat.cost_ms", rp.Cost))
 	}
 
 	// interval is a span's place in time, in ns after rootStart, and the

@@ -43,6 +43,17 @@ type report struct {
 	DispatchID uint64 `json:"dispatchId"`
 	// ThreadStack is the goroutine's stack of a LAG or ANR report.
 	ThreadStack string `json:"threadStack"`
+	// Repeat is the N+1 pattern of a slow call, when it has one.
+	Repeat *tracer.RepeatFields `json:"repeat"`
+}
+
+// repeatKey is what top and html group r by with -by repeat: its N+1
+// pattern's key, "" for none.
+func (r *report) repeatKey() string {
+	if r.Repeat == nil {
+		return ""
+	}
+	return r.Repeat.Key()
 }
 
 // reportFrame is one call-tree node of a report: the tracer's Frame.
