@@ -42,6 +42,9 @@ type Frame struct {
 	// Reason is a wait's reason as goroutine dumps spell it ("sleep",
 	// "chan receive", "sync.Mutex.Lock", …), or "syscall" or "runnable".
 	Reason string `json:"reason,omitempty"`
+	// For says what a wait waited for, when the tracer can tell from
+	// where it blocked: WaitForPool.
+	For string `json:"for,omitempty"`
 }
 
 // EvilMethodTracer is the slow-call tracer, Matrix's EvilMethodTracer. It

@@ -31,6 +31,31 @@ const (
 	FrameGoroutine = "goroutine"
 )
 
+// What a wait waited for (Frame.For).
+const (
+	// WaitForPool is a wait for a free connection of a database/sql
+	// pool: every connection was in use (DB.SetMaxOpenConns).
+	WaitForPool = "a free database/sql connection"
+)
+
+// poolWaitFunc is where database/sql waits for a connection to be given
+// back to its pool.
+const poolWaitFunc = "database/sql.(*DB).conn"
+
+// waitFor names what a wait waited for from the program counters where it
+// blocked (innermost first, runtime frames left out), or returns "".
+func waitFor(pcs []uint64) string {
+	if len(pcs) == 0 {
+		return ""
+	}
+	frames := runtime.CallersFrames([]uintptr{uintptr(pcs[0])})
+	f, _ := frames.Next()
+	if f.Function == poolWaitFunc {
+		return WaitForPool
+	}
+	return ""
+}
+
 // WaitKey returns the stack key of a report whose time is best explained
 // by a wait: "<func>[<reason>]|", the function that blocked and why (see
 // framesOf).
@@ -211,6 +236,9 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			add++
 		}
 		w := Frame{Depth: it.Depth + add, ID: it.ID, Count: it.Count, Cost: it.Cost, Start: start, Kind: FrameWait, Reason: reasonOf(x)}
+		if x.Kind == analysis.ExtWait {
+			w.For = waitFor(x.PCs)
+		}
 		switch {
 		case len(chain) > 0:
 			w.Func, w.File, w.Line = chain[0].Function, chain[0].File, chain[0].Line

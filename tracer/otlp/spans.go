@@ -62,6 +62,7 @@ type Frame struct {
 	Start  *int64 `json:"start"`
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
+	For    string `json:"for"`
 }
 
 // Exported reports whether export sends the report: a slow call, LAG, ANR
@@ -291,7 +292,7 @@ func Spans(r *Report) ([]Span, error) {
 			Attributes: appendAttrs(nil,
 				str("code.function", f.Func), str("code.filepath", f.File), integer("code.lineno", int64(f.Line)),
 				integer("matrix.id", int64(f.ID)), integer("matrix.count", int64(f.Count)),
-				integer("matrix.cost_ms", f.Cost), str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason),
+				integer("matrix.cost_ms", f.Cost), str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason), str("matrix.wait.for", f.For),
 			),
 		}
 		spans = append(spans, s)

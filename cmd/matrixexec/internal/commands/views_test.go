@@ -73,6 +73,7 @@ func TestResolveTreeKinds(t *testing.T) {
 		frame(2, 4, 1, ""),
 	}
 	frames[2].Kind, frames[2].Reason, frames[2].File, frames[2].Line = frameKindWait, "chan receive", "a.go", 7
+	frames[2].For = "a free database/sql connection"
 	frames[3].Kind = frameKindGoroutine
 	frames[4].Kind = frameKindInline
 	frames[5].Kind = frameKindWait // no reason
@@ -92,6 +93,11 @@ func TestResolveTreeKinds(t *testing.T) {
 	want := []string{"DISPATCH ", "example.com/a.handler /src/a/a.go:3", "[chan receive] a.go:7", "go example.com/a.g ", "example.com/a.h ", "[wait] "}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("names = %q, want %q", got, want)
+	}
+	var out bytes.Buffer
+	printTree(&out, "", nodes)
+	if want := "[chan receive] for a free database/sql connection  a.go:7\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("printTree: no %q in\n%s", want, out.String())
 	}
 
 	frames[4].Kind = "teleport"
@@ -530,5 +536,36 @@ func TestRepeatViews(t *testing.T) {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// TestPprofWaitFor checks that the sample of a wait that says what it
+// waited for is labelled waitFor, and no other sample is.
+func TestPprofWaitFor(t *testing.T) {
+	in := `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"GET /orders","cost":500,"stackKey":"5|","frames":[` +
+		`{"depth":0,"id":1048574,"count":1,"cost":500,"func":"DISPATCH"},` +
+		`{"depth":1,"id":5,"count":1,"cost":500,"func":"example.com/app.loadOrder"},` +
+		`{"depth":2,"id":1048575,"count":1,"cost":300,"func":"example.com/app.loadOrder","kind":"wait","reason":"select","for":"a free database/sql connection"},` +
+		`{"depth":2,"id":1048575,"count":1,"cost":150,"func":"example.com/app.loadOrder","kind":"wait","reason":"sleep"}]}` + "\n"
+	out := filepath.Join(t.TempDir(), "p.pb.gz")
+	if code, _, errs := mx(t, in, "pprof", "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range p.Sample {
+		got[s.Location[0].Line[0].Function.Name] = strings.Join(s.Label["waitFor"], ",")
+	}
+	want := map[string]string{"[select]": "a free database/sql connection", "[sleep]": "", "example.com/app.loadOrder": ""}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("waitFor labels by leaf: got %q, want %q", got, want)
 	}
 }
