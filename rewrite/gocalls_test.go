@@ -16,7 +16,8 @@ import (
 )
 
 // goCallsSrc starts goroutines in each way a go statement's call can be
-// wrapped, and one that is not. Each called function prints the tag its
+// wrapped (in a function, a generic function's body and a function
+// literal), and one that is not. Each called function prints the tag its
 // go statement passes and its own name, as the runtime knows it.
 const goCallsSrc = `package main
 
@@ -60,8 +61,13 @@ func (g *G[E]) gm(x int, _ E) { report(x) }
 //go:noinline
 func plain() { wg.Done() }
 
+// inGeneric starts a goroutine from a generic function's body.
+func inGeneric[E any](_ E) {
+	go f(6)
+}
+
 func main() {
-	wg.Add(6)
+	wg.Add(8)
 	t := &T{}
 	go f(1)
 	go t.m(2)
@@ -69,6 +75,10 @@ func main() {
 	go (&G[string]{}).gm(4, "")
 	go func(x int) { report(x) }(5)
 	go plain()
+	inGeneric("")
+	func() {
+		go f(7)
+	}()
 	wg.Wait()
 }
 `
@@ -132,8 +142,8 @@ func TestGoCallsMatchCompiler(t *testing.T) {
 	}
 	slices.Sort(planned)
 	slices.Sort(ran)
-	if len(ran) != 5 {
-		t.Errorf("the program reported %d goroutines, want 5:\n%s", len(ran), out)
+	if len(ran) != 7 {
+		t.Errorf("the program reported %d goroutines, want 7:\n%s", len(ran), out)
 	}
 	if !slices.Equal(planned, ran) {
 		t.Errorf("GoCalls:\n%s\nthe goroutines ran:\n%s", strings.Join(planned, "\n"), strings.Join(ran, "\n"))
