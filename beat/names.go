@@ -32,6 +32,7 @@ var names struct {
 	head  unsafe.Pointer // the list head the table was built from
 	funcs map[uint32]Func
 	pkgs  map[string]bool
+	gos   map[string]string // a go statement's "file:line" -> the function its call calls
 }
 
 // Lookup returns the function with the given id, if an instrumented
@@ -56,24 +57,44 @@ func Instrumented(pkg string) bool {
 	return names.pkgs[pkg]
 }
 
+// GoCallee returns the function that the go statement at file:line calls,
+// qualified with its package's path, when the compiler wraps that call in
+// a function of its own (F.gowrap1, which starts at the statement's
+// position) and the statement is in an instrumented package: a goroutine
+// started there is better named after the function it calls.
+func GoCallee(file string, line int) (string, bool) {
+	names.Lock()
+	defer names.Unlock()
+	loadNames()
+	fn, ok := names.gos[file+":"+strconv.Itoa(line)]
+	return fn, ok
+}
+
 // loadNames (re)reads the name tables if packages registered more; names
 // is locked.
 func loadNames() {
 	if h := rtNamesHead(); h != names.head || names.funcs == nil {
-		names.funcs, names.pkgs = parseNames(h)
+		names.funcs, names.pkgs, names.gos = parseNames(h)
 		names.head = h
 	}
 }
 
-func parseNames(head unsafe.Pointer) (map[uint32]Func, map[string]bool) {
+func parseNames(head unsafe.Pointer) (map[uint32]Func, map[string]bool, map[string]string) {
 	funcs := map[uint32]Func{}
 	pkgs := map[string]bool{}
+	gos := map[string]string{}
 	// Each table is an abi.NameTable, the layout the runtime links and
 	// the files added to instrumented packages declare.
 	for p := head; p != nil; p = (*abi.NameTable)(p).Next {
 		pkg, rest, _ := strings.Cut((*abi.NameTable)(p).Data, "\n")
 		pkgs[pkg] = true
 		for _, line := range strings.Split(rest, "\n") {
+			if g, ok := strings.CutPrefix(line, abi.NameTableGo); ok {
+				if fn, pos, ok := strings.Cut(g, " "); ok && fn != "" {
+					gos[pos] = fn
+				}
+				continue
+			}
 			idText, rest, ok1 := strings.Cut(line, " ")
 			name, pos, ok2 := strings.Cut(rest, " ")
 			if !ok1 || !ok2 {
@@ -92,5 +113,5 @@ func parseNames(head unsafe.Pointer) (map[uint32]Func, map[string]bool) {
 			funcs[f.ID] = f
 		}
 	}
-	return funcs, pkgs
+	return funcs, pkgs, gos
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/matrixgo/matrix/inject"
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // Identifiers the rewritten files use. They are declared in the generated
@@ -29,7 +30,8 @@ const HooksFileName = inject.HooksFileName
 // recorder, so that reports are readable without the mapping file.
 //
 // The name table is one string: a line with the package path, then one line
-// per function "<id> <name> <file:line>".
+// per function "<id> <name> <file:line>", then one line per go statement
+// the compiler wraps (Plan.GoCalls; see abi.NameTable).
 //
 // The file must be the first of the package handed to the compiler: the
 // instrumented functions reference __matrix_on, and package-level variables
@@ -51,6 +53,13 @@ func (p *Plan) HooksFile(ids []uint32) []byte {
 		names.WriteString(f.Name)
 		names.WriteByte(' ')
 		names.WriteString(f.Pos)
+		names.WriteByte('\n')
+	}
+	for _, g := range p.GoCalls {
+		names.WriteString(abi.NameTableGo)
+		names.WriteString(g.Func)
+		names.WriteByte(' ')
+		names.WriteString(g.Pos)
 		names.WriteByte('\n')
 	}
 	return inject.Hooks(p.PkgName, names.String(), p.PkgName == "main")

@@ -148,6 +148,9 @@ type Plan struct {
 	// Copied lists the instrumented functions that keep a hook-free copy
 	// of their body (Options.CopyBudget).
 	Copied []string
+	// GoCalls lists the go statements the compiler wraps, with the
+	// function each calls, in source order (see GoCall).
+	GoCalls []GoCall
 
 	opts    Options
 	fset    *token.FileSet
@@ -457,6 +460,7 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 			}
 		}
 	}
+	p.GoCalls = p.goCalls(namer, pkgInfo)
 }
 
 // reject makes the rewrite of function fn fail to compile if

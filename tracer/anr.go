@@ -534,7 +534,7 @@ func (w *watchdog) dumpCovers(now, start time.Time) bool {
 // methods still open closed at the time of the copy) into content, and
 // returns the stack key.
 func anrTree(r *EvilReport, s stuck) string {
-	tree := buildTree(s.recs, nil, analysis.Strict, s.nowMs, s.age.Milliseconds())
+	tree := buildTree(s.recs, nil, analysis.Strict, s.nowMs, s.age.Milliseconds(), analysis.RepeatRule{})
 	tree.fill(r, treeNote(dispatchRecording(s.recorded), len(s.recs) > 0))
 	return tree.key
 }

@@ -53,6 +53,25 @@ func TestConfigFromEnvValues(t *testing.T) {
 	}
 }
 
+func TestConfigFromEnvRepeats(t *testing.T) {
+	for _, tc := range []struct {
+		env        map[string]string
+		calls, pct int
+		bad        bool
+	}{
+		{nil, DefaultRepeatMinCalls, DefaultRepeatMinPercent, false},
+		{map[string]string{"MATRIX_REPEAT_MIN_CALLS": "25", "MATRIX_REPEAT_MIN_PERCENT": "5"}, 25, 5, false},
+		{map[string]string{"MATRIX_REPEAT_MIN_CALLS": "0"}, -1, DefaultRepeatMinPercent, false},
+		{map[string]string{"MATRIX_REPEAT_MIN_CALLS": "many", "MATRIX_REPEAT_MIN_PERCENT": "101"}, DefaultRepeatMinCalls, DefaultRepeatMinPercent, true},
+		{map[string]string{"MATRIX_REPEAT_MIN_PERCENT": "0"}, DefaultRepeatMinCalls, DefaultRepeatMinPercent, true},
+	} {
+		cfg, err := ConfigFromEnv(env(tc.env))
+		if (err != nil) != tc.bad || cfg.Repeats.MinCalls != tc.calls || cfg.Repeats.MinPercent != tc.pct {
+			t.Errorf("%v: %+v, %v", tc.env, cfg.Repeats, err)
+		}
+	}
+}
+
 func TestConfigFromEnvErrors(t *testing.T) {
 	for _, tc := range []struct{ name, value string }{
 		{"MATRIX_EVIL_THRESHOLD_MS", "fast"},

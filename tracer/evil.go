@@ -42,6 +42,9 @@ type Frame struct {
 	// Reason is a wait's reason as goroutine dumps spell it ("sleep",
 	// "chan receive", "sync.Mutex.Lock", …), or "syscall" or "runnable".
 	Reason string `json:"reason,omitempty"`
+	// For says what a wait waited for, when the tracer can tell from
+	// where it blocked: WaitForPool.
+	For string `json:"for,omitempty"`
 }
 
 // EvilMethodTracer is the slow-call tracer, Matrix's EvilMethodTracer. It
@@ -65,6 +68,8 @@ type Frame struct {
 //	cpu        process CPU time used during the dispatch, ms (unix only)
 //	usage      cpu / wall time as a percentage, "37.50%" (unix only)
 //	traceparent  the request's W3C trace context, when it had a valid one
+//	repeat     the costliest N+1 pattern of the tree, when it has one
+//	           (RepeatFields; see TraceConfig.Repeats)
 //
 // Go has no per-goroutine CPU clock (a goroutine moves between threads):
 // cpu and usage are process-wide (getrusage RUSAGE_SELF), so other
@@ -87,6 +92,7 @@ type Frame struct {
 type EvilMethodTracer struct {
 	threshold atomic.Int64 // ns
 	scenes    atomic.Pointer[sceneTable]
+	repeats   atomic.Pointer[analysis.RepeatRule]
 	jobs      chan *evilJob
 	dropped   atomic.Uint64
 	cpu       cpuTable
@@ -131,6 +137,13 @@ func (t *EvilMethodTracer) SetSlowForScene(floor time.Duration, cfg SceneConfig)
 		return
 	}
 	t.scenes.Store(newSceneTable(floor, cfg))
+}
+
+// SetRepeatRule sets what makes an N+1 pattern in a slow call's tree (see
+// TraceConfig.Repeats): the report then names the costliest (repeat). A
+// MinCalls of 0 or less finds none, as before the first call.
+func (t *EvilMethodTracer) SetRepeatRule(rule analysis.RepeatRule) {
+	t.repeats.Store(&rule)
 }
 
 // Threshold returns the current threshold.
@@ -219,10 +232,11 @@ type evilJob struct {
 	cost     time.Duration
 	endMs    uint64
 	end      time.Time
-	why      string        // why it was taken, in "slow for its scene" mode
-	heldBack uint64        // its scene's slow dispatches not reported before it
-	cpuNs    int64         // process CPU time
-	cpuWall  time.Duration // over this wall time
+	repeats  analysis.RepeatRule // what makes an N+1 pattern
+	why      string              // why it was taken, in "slow for its scene" mode
+	heldBack uint64              // its scene's slow dispatches not reported before it
+	cpuNs    int64               // process CPU time
+	cpuWall  time.Duration       // over this wall time
 	hasCPU   bool
 }
 
@@ -237,6 +251,9 @@ func putJob(j *evilJob) {
 func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict) {
 	j := jobPool.Get().(*evilJob)
 	j.why, j.heldBack = v.why, v.heldBack
+	if rule := t.repeats.Load(); rule != nil {
+		j.repeats = *rule
+	}
 	if begin, ok := t.cpu.take(d.Goid()); ok {
 		if end, ok := t.clock.refresh(); ok && end.ns >= begin.ns && end.at > begin.at {
 			j.cpuNs, j.cpuWall, j.hasCPU = end.ns-begin.ns, end.at-begin.at, true
@@ -288,7 +305,7 @@ func (t *EvilMethodTracer) run(r Reporter, stop <-chan struct{}, done chan<- str
 // methods closed at the dispatch's end) and builds its issue; recs is a
 // buffer for the records, reused when large enough.
 func evilIssue(j *evilJob, recs []analysis.Record) Issue {
-	tree := buildTree(j.recs, recs, analysis.Strict, j.endMs, j.cost.Milliseconds())
+	tree := buildTree(j.recs, recs, analysis.Strict, j.endMs, j.cost.Milliseconds(), j.repeats)
 	scene := j.scene
 	if scene == "" {
 		scene = j.name

@@ -264,3 +264,46 @@ func TestEvilIssueTraceParent(t *testing.T) {
 		t.Errorf("invalid traceparent reported as %v", got)
 	}
 }
+
+// A slow call whose tree has an N+1 pattern names it (repeat); one under
+// the rule's thresholds does not.
+func TestEvilIssueRepeat(t *testing.T) {
+	const D = beat.DispatchID
+	// D calls A, which calls B 12 times for 10 ms each (B calls C, so
+	// that the calls do not fold), then C once for 20 ms.
+	evs := []any{true, D, 1000, true, idA, 1000}
+	at := 1000
+	for range 12 {
+		evs = append(evs, true, idB, at, true, idC, at, false, idC, at+10, false, idB, at+10)
+		at += 10
+	}
+	evs = append(evs, true, idC, at, false, idC, at+20, false, idA, at+20, false, D, at+20)
+	job := func(rule analysis.RepeatRule) *evilJob {
+		return &evilJob{recs: records(evs...), recorded: true, name: "job", kind: beat.KindHTTP,
+			cost: time.Duration(at+20-1000) * time.Millisecond, endMs: uint64(at + 20), repeats: rule}
+	}
+	is := evilIssue(job(analysis.RepeatRule{MinCalls: 10, MinPercent: 20}), nil)
+	rp, ok := is.Content["repeat"].(RepeatFields)
+	if !ok {
+		t.Fatalf("no repeat in %v", is.Content)
+	}
+	want := RepeatFields{ID: idB, ParentID: idA, Calls: 12, Cost: 120, Percent: 85}
+	if rp != want {
+		t.Errorf("repeat %+v, want %+v", rp, want)
+	}
+	if s := rp.String(); s != "N+1: id 1040002 ×12 under id 1040001, 120 ms (85 %)" {
+		t.Errorf("String() = %q", s)
+	}
+	named := RepeatFields{Func: "example.com/app.(*orderRepo).loadItem", Parent: "example.com/app.(*orderService).checkout", Calls: 48, Cost: 420, Percent: 56}
+	if s := named.String(); s != "N+1: (*orderRepo).loadItem ×48 under (*orderService).checkout, 420 ms (56 %)" {
+		t.Errorf("String() = %q", s)
+	}
+	if k := named.Key(); k != "example.com/app.(*orderRepo).loadItem under example.com/app.(*orderService).checkout" {
+		t.Errorf("Key() = %q", k)
+	}
+	for _, rule := range []analysis.RepeatRule{{MinCalls: 13, MinPercent: 20}, {MinCalls: 10, MinPercent: 90}, {}} {
+		if rp, ok := evilIssue(job(rule), nil).Content["repeat"]; ok {
+			t.Errorf("rule %+v: repeat %+v", rule, rp)
+		}
+	}
+}

@@ -2,10 +2,11 @@ package tracer
 
 import (
 	"reflect"
-
-	"github.com/matrixgo/matrix/beat"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/matrixgo/matrix/beat"
 )
 
 // The tracers build their reports as the typed structs of this file.
@@ -61,6 +62,60 @@ type EvilReport struct {
 	// HeldBack counts the dispatches of the scene that were slow for it
 	// but not reported since its last report (SceneConfig's bound).
 	HeldBack uint64 `json:"heldBack,omitempty"`
+	// Repeat is the costliest N+1 pattern of a slow call, when it has one
+	// (see TraceConfig.Repeats).
+	Repeat *RepeatFields `json:"repeat,omitempty"`
+}
+
+// RepeatFields describe an N+1 pattern: one call of Parent called Func
+// Calls times, and those calls took Cost ms, Percent % of the report's
+// cost (analysis.Repeat, named).
+type RepeatFields struct {
+	// Func and Parent are the functions as "import/path.Name" (Parent is
+	// "DISPATCH" for calls made by the dispatch itself), "" when the
+	// binary does not know the id; ID and ParentID are their ids.
+	Func     string `json:"func"`
+	ID       uint32 `json:"id"`
+	Parent   string `json:"parent"`
+	ParentID uint32 `json:"parentId"`
+	Calls    int    `json:"calls"`
+	Cost     int64  `json:"cost"`
+	Percent  int    `json:"percent"`
+}
+
+// Key is what reports with the same pattern share, for grouping them:
+// "<func> under <parent>".
+func (r RepeatFields) Key() string {
+	return repeatName(r.Func, r.ID) + " under " + repeatName(r.Parent, r.ParentID)
+}
+
+// String renders the pattern for people, with the functions named without
+// their package's path: "N+1: (*orderRepo).loadItem ×48 under
+// (*orderService).checkout, 420 ms (56 %)".
+func (r RepeatFields) String() string {
+	return "N+1: " + shortName(repeatName(r.Func, r.ID)) + " ×" + strconv.Itoa(r.Calls) + " under " +
+		shortName(repeatName(r.Parent, r.ParentID)) + ", " + strconv.FormatInt(r.Cost, 10) + " ms (" + strconv.Itoa(r.Percent) + " %)"
+}
+
+// repeatName is a function's name, or its id when it has none.
+func repeatName(fn string, id uint32) string {
+	if fn == "" {
+		return "id " + strconv.FormatUint(uint64(id), 10)
+	}
+	return fn
+}
+
+// shortName drops the import path of a qualified function name:
+// "example.com/app.(*T).M" -> "(*T).M".
+func shortName(fn string) string {
+	if fn == "DISPATCH" || strings.HasPrefix(fn, "id ") {
+		return fn
+	}
+	pkg := funcPackage(fn)
+	if len(pkg) < len(fn) {
+		return fn[len(pkg)+1:]
+	}
+	return fn
 }
 
 // DispatchFields name the dispatch of an EvilReport.

@@ -589,7 +589,7 @@ func coldIssues(in coldInput) []Issue {
 		rec = recStartupWrapped
 	}
 	note := treeNote(rec, len(in.info.Records) > 0)
-	tree := buildTree(in.info.Records, nil, analysis.NonStrict, 0, p.init)
+	tree := buildTree(in.info.Records, nil, analysis.NonStrict, 0, p.init, analysis.RepeatRule{})
 	sc := &EvilReport{
 		Detail: DetailStartup,
 		Scene:  in.scene,
@@ -618,7 +618,7 @@ func warmIssues(ev startupEvent, threshold time.Duration) []Issue {
 	if d <= threshold {
 		return issues
 	}
-	tree := buildTree(ev.recs, nil, analysis.Strict, ev.endMs, cost)
+	tree := buildTree(ev.recs, nil, analysis.Strict, ev.endMs, cost, analysis.RepeatRule{})
 	note := treeNote(ev.rec, len(tree.res.Items) > 0)
 	sc := &EvilReport{
 		Detail:  DetailStartup,

@@ -31,6 +31,31 @@ const (
 	FrameGoroutine = "goroutine"
 )
 
+// What a wait waited for (Frame.For).
+const (
+	// WaitForPool is a wait for a free connection of a database/sql
+	// pool: every connection was in use (DB.SetMaxOpenConns).
+	WaitForPool = "a free database/sql connection"
+)
+
+// poolWaitFunc is where database/sql waits for a connection to be given
+// back to its pool.
+const poolWaitFunc = "database/sql.(*DB).conn"
+
+// waitFor names what a wait waited for from the program counters where it
+// blocked (innermost first, runtime frames left out), or returns "".
+func waitFor(pcs []uint64) string {
+	if len(pcs) == 0 {
+		return ""
+	}
+	frames := runtime.CallersFrames([]uintptr{uintptr(pcs[0])})
+	f, _ := frames.Next()
+	if f.Function == poolWaitFunc {
+		return WaitForPool
+	}
+	return ""
+}
+
 // WaitKey returns the stack key of a report whose time is best explained
 // by a wait: "<func>[<reason>]|", the function that blocked and why (see
 // framesOf).
@@ -58,14 +83,15 @@ type callTree struct {
 	key    string // the stack key to report (see framesOf)
 }
 
-// buildTree analyses raw records with analysis.Analyze and symbolises the
-// result. buf is reused for the records when it is large enough.
-func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs uint64, triggerCost int64) callTree {
+// buildTree analyses raw records with analysis.AnalyzeRepeats (rule finds
+// the N+1 patterns, none when zero) and symbolises the result. buf is
+// reused for the records when it is large enough.
+func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs uint64, triggerCost int64, rule analysis.RepeatRule) callTree {
 	recs := buf[:0]
 	for _, v := range raw {
 		recs = append(recs, analysis.Record(v))
 	}
-	res := analysis.Analyze(recs, mode, endMs, triggerCost)
+	res := analysis.AnalyzeRepeats(recs, mode, endMs, triggerCost, rule)
 	frames, key := framesOf(res)
 	return callTree{res: res, frames: frames, key: key}
 }
@@ -81,13 +107,28 @@ func buildWholeTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, end
 	return callTree{res: res, frames: frames, key: key}
 }
 
-// fill sets a report's call tree and its cost; a non-empty note says why
-// there is no tree, before a note the report already has.
+// fill sets a report's call tree and its cost, and its costliest N+1
+// pattern if it has one; a non-empty note says why there is no tree,
+// before a note the report already has.
 func (t callTree) fill(r *EvilReport, note string) {
 	r.Cost = t.res.Cost
 	r.Tree = &TreeFields{Stack: t.res.Stack, StackKey: t.key, Frames: t.frames, Recorded: note == ""}
 	if note != "" {
 		r.addNote(note)
+	}
+	if len(t.res.Repeats) > 0 {
+		rp := t.res.Repeats[0]
+		f := &RepeatFields{ID: rp.ID, ParentID: rp.Parent, Calls: rp.Calls, Cost: rp.Cost}
+		if t.res.Cost > 0 {
+			f.Percent = int(min(rp.Cost*100/t.res.Cost, 100))
+		}
+		if fn, ok := beat.Lookup(rp.ID); ok {
+			f.Func = fn.String()
+		}
+		if fn, ok := beat.Lookup(rp.Parent); ok {
+			f.Parent = fn.String()
+		}
+		r.Repeat = f
 	}
 }
 
@@ -206,6 +247,9 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			add++
 		}
 		w := Frame{Depth: it.Depth + add, ID: it.ID, Count: it.Count, Cost: it.Cost, Start: start, Kind: FrameWait, Reason: reasonOf(x)}
+		if x.Kind == analysis.ExtWait {
+			w.For = waitFor(x.PCs)
+		}
 		switch {
 		case len(chain) > 0:
 			w.Func, w.File, w.Line = chain[0].Function, chain[0].File, chain[0].Line
@@ -228,7 +272,9 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 }
 
 // goroutineFrame names the goroutine of an ExtGo interval by the function
-// it runs.
+// it runs. A go statement whose call the compiler wrapped in a function of
+// its own (F.gowrap1) is named after the function the call calls, as the
+// rewriter recorded it (beat.GoCallee), at the go statement's position.
 func goroutineFrame(x *analysis.Interval) Frame {
 	f := Frame{Kind: FrameGoroutine}
 	if x.Reason == abi.ExtGoRunning {
@@ -238,9 +284,33 @@ func goroutineFrame(x *analysis.Interval) Frame {
 		if fn := runtime.FuncForPC(uintptr(x.PCs[0])); fn != nil {
 			f.Func = mainPath(fn.Name())
 			f.File, f.Line = fn.FileLine(fn.Entry())
+			if isGoWrapper(f.Func) {
+				if callee, ok := beat.GoCallee(f.File, f.Line); ok {
+					f.Func = mainPath(callee)
+				}
+			}
 		}
 	}
 	return f
+}
+
+// isGoWrapper reports whether a function name is the compiler's wrapper of
+// a go statement's call: "….F.gowrap<n>".
+func isGoWrapper(fn string) bool {
+	i := strings.LastIndex(fn, ".gowrap")
+	if i < 0 {
+		return false
+	}
+	n := fn[i+len(".gowrap"):]
+	if n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // reasonOf names an interval: the runtime's wait reason of a wait,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/tracer/analysis"
 	"github.com/rs/zerolog"
 )
 
@@ -16,6 +17,14 @@ const TracePluginTag = "Trace"
 // DefaultEvilThreshold is the slow-call threshold (Matrix's
 // Constants.DEFAULT_EVIL_METHOD_THRESHOLD_MS).
 const DefaultEvilThreshold = 700 * time.Millisecond
+
+// Defaults of TraceConfig.Repeats: a function called at least 10 times by
+// one call of another, in at least 20 % of the dispatch's time, is an N+1
+// pattern.
+const (
+	DefaultRepeatMinCalls   = 10
+	DefaultRepeatMinPercent = 20
+)
 
 // DefaultAnalysisBacklog is the number of slow dispatches whose records
 // wait for analysis before more are dropped.
@@ -39,6 +48,13 @@ type TraceConfig struct {
 	EvilFloor time.Duration
 	// EvilScenes configures the estimate of each scene's costs.
 	EvilScenes SceneConfig
+	// Repeats is what makes an N+1 pattern in a slow call's tree: one
+	// call of a function calls another at least MinCalls times, and
+	// those calls take at least MinPercent % of the dispatch. The report
+	// names the costliest (its repeat field). Zero fields mean their
+	// defaults, DefaultRepeatMinCalls and DefaultRepeatMinPercent; a
+	// negative MinCalls finds none.
+	Repeats analysis.RepeatRule
 	// AnalysisBacklog bounds the slow dispatches waiting for analysis
 	// (each holds a copy of its records). Default DefaultAnalysisBacklog.
 	AnalysisBacklog int
@@ -100,6 +116,7 @@ func DefaultTraceConfig() TraceConfig {
 		EvilMethod:      true,
 		EvilThreshold:   DefaultEvilThreshold,
 		EvilFloor:       DefaultEvilFloor,
+		Repeats:         analysis.RepeatRule{MinCalls: DefaultRepeatMinCalls, MinPercent: DefaultRepeatMinPercent},
 		AnalysisBacklog: DefaultAnalysisBacklog,
 		Beat: beat.Config{BufferSize: beat.DefaultBufferSize, MaxBuffers: beat.DefaultMaxBuffers,
 			MaxChildren: beat.DefaultMaxChildren, ChildBufferSize: beat.DefaultChildBufferSize},
@@ -140,6 +157,12 @@ const (
 	EnvEvilMethod = "MATRIX_EVIL_METHOD"
 	// EnvSummary turns the summary tracer on or off.
 	EnvSummary = "MATRIX_SUMMARY"
+	// EnvRepeatMinCalls is the number of calls by one call of a function
+	// that makes an N+1 pattern (0: none).
+	EnvRepeatMinCalls = "MATRIX_REPEAT_MIN_CALLS"
+	// EnvRepeatMinPercent is the share of the dispatch, in %, those calls
+	// must take.
+	EnvRepeatMinPercent = "MATRIX_REPEAT_MIN_PERCENT"
 )
 
 // Upper bounds of the values ConfigFromEnv accepts.
@@ -159,6 +182,10 @@ const (
 //	MATRIX_EVIL_FLOOR_MS      floor of "slow for its scene" in ms (1..86400000)
 //	MATRIX_EVIL_SCENE_REPORTS_PER_MIN  reports per scene a minute for being
 //	                          slow for it (1..1000000)
+//	MATRIX_REPEAT_MIN_CALLS   calls of a function by one call of another
+//	                          that make an N+1 pattern (0..1000000; 0: none)
+//	MATRIX_REPEAT_MIN_PERCENT share of the dispatch those calls take, in %
+//	                          (1..100)
 //	MATRIX_BUFFER_SIZE        records per recording buffer (1..16777216)
 //	MATRIX_MAX_BUFFERS        dispatches recorded at once (1..4096)
 //	MATRIX_MAX_CHILDREN       goroutines recorded per dispatch (0..4096)
@@ -191,6 +218,10 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 		p.msVar(EnvEvilFloorMs, &cfg.EvilFloor)
 		p.intVar(EnvEvilSceneReportsPerMin, 1, 1000000, &cfg.EvilScenes.ReportsPerMinute)
 	}
+	if p.intVar(EnvRepeatMinCalls, 0, 1000000, &cfg.Repeats.MinCalls) && cfg.Repeats.MinCalls == 0 {
+		cfg.Repeats.MinCalls = -1 // none
+	}
+	p.intVar(EnvRepeatMinPercent, 1, 100, &cfg.Repeats.MinPercent)
 	p.intVar(EnvBufferSize, 1, maxEnvBufferSize, &cfg.Beat.BufferSize)
 	p.intVar(EnvMaxBuffers, 1, maxEnvMaxBuffers, &cfg.Beat.MaxBuffers)
 	maxKids := -1
@@ -262,6 +293,14 @@ func NewTracePlugin(cfg TraceConfig) *TracePlugin {
 	if cfg.EvilMethod {
 		t := NewEvilMethodTracer(cfg.EvilThreshold, cfg.AnalysisBacklog)
 		t.SetSlowForScene(cfg.EvilFloor, cfg.EvilScenes)
+		rule := cfg.Repeats
+		if rule.MinCalls == 0 {
+			rule.MinCalls = DefaultRepeatMinCalls
+		}
+		if rule.MinPercent == 0 {
+			rule.MinPercent = DefaultRepeatMinPercent
+		}
+		t.SetRepeatRule(rule)
 		p.tracers = append(p.tracers, t)
 	}
 	if cfg.Summary {

@@ -219,12 +219,21 @@ const (
 
 // NameTable is the table of function names an instrumented package
 // registers with the runtime: Data is the package path on the first line,
-// then one line per function, "<id> <name> <file:line>". Next links the
-// tables into a list whose head the runtime keeps.
+// then one line per function, "<id> <name> <file:line>", and one line per
+// go statement whose call the compiler wraps in a function of its own
+// (F.gowrap1, named after the enclosing function), NameTableGo followed by
+// "<func> <file:line>": the function the wrapped call calls, qualified
+// with its package's path, and the go statement's position, which is the
+// wrapper's. Next links the tables into a list whose head the runtime
+// keeps.
 type NameTable struct {
 	Next unsafe.Pointer
 	Data string
 }
+
+// NameTableGo begins the line of a NameTable that names the function a go
+// statement's wrapper calls.
+const NameTableGo = "go "
 
 // Offsets of NameTable's fields and its size, rendered into the runtime
 // file, which checks its own view of the table against them when it

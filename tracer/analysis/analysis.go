@@ -682,6 +682,9 @@ type Result struct {
 	Exts []*Interval
 	// KeyIndex is the index of the item Key names, -1 for an empty stack.
 	KeyIndex int
+	// Repeats are the N+1 patterns of the untrimmed tree that the rule
+	// given to AnalyzeRepeats finds, costliest first (see RepeatRule).
+	Repeats []Repeat
 }
 
 // Analyze runs the whole analysis of docs/design.md on one buffer slice:
@@ -695,16 +698,22 @@ type Result struct {
 // callees' or its own running, and would name a caller whose time went into
 // a wait.
 func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
-	return analyze(recs, mode, endMs, triggerCost, MaxStackLines)
+	return analyze(recs, mode, endMs, triggerCost, MaxStackLines, RepeatRule{})
 }
 
 // AnalyzeWhole is Analyze without the trim (step 4): Items is the whole
 // call tree, for a summary that adds up every call (the summary tracer).
 func AnalyzeWhole(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
-	return analyze(recs, mode, endMs, triggerCost, math.MaxInt)
+	return analyze(recs, mode, endMs, triggerCost, math.MaxInt, RepeatRule{})
 }
 
-func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems int) Result {
+// AnalyzeRepeats is Analyze that also finds the N+1 patterns of the whole
+// tree, before it is trimmed, by rule (Result.Repeats).
+func AnalyzeRepeats(recs []Record, mode Mode, endMs uint64, triggerCost int64, rule RepeatRule) Result {
+	return analyze(recs, mode, endMs, triggerCost, MaxStackLines, rule)
+}
+
+func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems int, rule RepeatRule) Result {
 	all, times, allExts := itemsTimed(recs, mode, endMs)
 	items, kept := trim(all, maxItems)
 	exts := keptExts(allExts, kept, len(all))
@@ -734,6 +743,7 @@ func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems
 		cost = max(cost, it.Cost)
 	}
 	res := Result{Items: items, Stack: string(b), Cost: cost, Starts: starts, Exts: exts, KeyIndex: -1}
+	res.Repeats = repeats(all, allExts, cost, rule)
 	if len(items) == 0 {
 		return res
 	}

@@ -230,6 +230,31 @@ func TestSpansFromReport(t *testing.T) {
 	if got := (otlptest.Span{Span: wait}).Attr("matrix.wait.reason"); got != "sync.Mutex.Lock" {
 		t.Errorf("wait reason %q", got)
 	}
+	if got := (otlptest.Span{Span: wait}).Attr("matrix.wait.for"); got != "" {
+		t.Errorf("wait for %q, want none", got)
+	}
+
+	if got := ra.Attr("matrix.repeat"); got != "" {
+		t.Errorf("root matrix.repeat = %q without an N+1 pattern", got)
+	}
+	// A report with an N+1 pattern carries it on the root span.
+	rep := slowReport()
+	rep.Frames[4].For = tracer.WaitForPool
+	rep.Repeat = &tracer.RepeatFields{Func: "example.com/shop.fast", ID: 6, Parent: "example.com/shop.handler", ParentID: 5, Calls: 30, Cost: 300, Percent: 33}
+	withRepeat, err := Spans(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := byName(decode(t, withRepeat))
+	if got := (otlptest.Span{Span: named["[sync.Mutex.Lock]"]}).Attr("matrix.wait.for"); got != tracer.WaitForPool {
+		t.Errorf("wait for %q, want %q", got, tracer.WaitForPool)
+	}
+	rr := otlptest.Span{Span: named["NORMAL GET /slow"]}
+	for k, v := range map[string]string{"matrix.repeat": "N+1: fast ×30 under handler, 300 ms (33 %)", "matrix.repeat.key": "example.com/shop.fast under example.com/shop.handler", "matrix.repeat.calls": "30", "matrix.repeat.cost_ms": "300"} {
+		if got := rr.Attr(k); got != v {
+			t.Errorf("root %s = %q, want %q", k, got, v)
+		}
+	}
 
 	// The same report gives the same ids (re-export is idempotent).
 	again, _ := Spans(slowReport())

@@ -67,6 +67,8 @@ type Report struct {
 	Memory    map[string]uint64 `json:"memory"`
 	GCPauseMs float64           `json:"gcPauseMs"`
 	GCCycles  uint64            `json:"gcCycles"`
+	// Repeat is the N+1 pattern of a slow call, when it has one.
+	Repeat *tracer.RepeatFields `json:"repeat"`
 }
 
 // Frame is one call-tree node of a report (tracer.Frame as JSON), with the
@@ -83,6 +85,7 @@ type Frame struct {
 	Start  *int64 `json:"start"`
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
+	For    string `json:"for"`
 }
 
 // Exported reports whether export sends the report: a slow call, LAG, ANR
@@ -352,6 +355,10 @@ func Spans(r *Report) ([]Span, error) {
 		}
 		root.Events = append(root.Events, ev)
 	}
+	if rp := r.Repeat; rp != nil {
+		root.Attributes = appendAttrs(root.Attributes, str("matrix.repeat", rp.String()), str("matrix.repeat.key", rp.Key()),
+			integer("matrix.repeat.calls", int64(rp.Calls)), integer("matrix.repeat.cost_ms", rp.Cost))
+	}
 
 	// interval is a span's place in time, in ns after rootStart, and the
 	// end of its last child laid out so far (reports without starts).
@@ -402,7 +409,7 @@ func Spans(r *Report) ([]Span, error) {
 			Attributes: appendAttrs(nil,
 				str("code.function.name", f.Func), str("code.file.path", f.File), integer("code.line.number", int64(f.Line)),
 				integer("matrix.id", int64(f.ID)), integer("matrix.count", int64(f.Count)),
-				KeyValue{"matrix.cost_ms", Int(f.Cost)}, str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason),
+				KeyValue{"matrix.cost_ms", Int(f.Cost)}, str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason), str("matrix.wait.for", f.For),
 			),
 		}
 		spans = append(spans, s)

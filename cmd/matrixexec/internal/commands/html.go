@@ -34,7 +34,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 func htmlCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("html", stdout)
 	out := fs.String("o", "matrix.html", `output file ("-" for stdout)`)
-	by := fs.String("by", byStackKey, "group by stackKey or scene")
+	by := fs.String("by", byStackKey, "group by stackKey, scene or repeat (N+1 pattern)")
 	mapPath := fs.String("map", defaultMap, "method mapping file for frames the reports do not name")
 	diff := fs.Bool("diff", false, "compare two report sets, BASE HEAD (see diff): a differential flame graph")
 	if err := fs.Parse(args); err != nil {

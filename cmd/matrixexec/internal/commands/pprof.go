@@ -90,7 +90,7 @@ type profileBuilder struct {
 
 type funcKey struct{ name, file string }
 
-type labelKey struct{ scene, detail, stackKey string }
+type labelKey struct{ scene, detail, stackKey, waitFor string }
 
 type labelSet struct {
 	id int
@@ -172,7 +172,7 @@ func (b *profileBuilder) addIncident(pos string, r *report, n *names) error {
 		for j := i; j >= 0; j = nodes[j].Parent {
 			b.locs = append(b.locs, locs[j])
 		}
-		b.sample(b.locs, r, nodes[i].Self, count)
+		b.sample(b.locs, r, nodes[i].For, nodes[i].Self, count)
 	}
 	return nil
 }
@@ -223,8 +223,8 @@ func (b *profileBuilder) location(nd *node) *profile.Location {
 	return loc
 }
 
-func (b *profileBuilder) sample(locs []*profile.Location, r *report, wall, count int64) {
-	labels := b.labels(r)
+func (b *profileBuilder) sample(locs []*profile.Location, r *report, waitFor string, wall, count int64) {
+	labels := b.labels(r, waitFor)
 	// FNV-1a of the path and the labels; equal keys are compared.
 	h := uint64(14695981039346656037)
 	mix := func(v uint64) {
@@ -251,13 +251,17 @@ func (b *profileBuilder) sample(locs []*profile.Location, r *report, wall, count
 	b.order = append(b.order, s)
 }
 
-// labels returns the labels of r's samples: one map for all the samples
+// labels returns the labels of r's samples, with waitFor for the sample
+// of a wait that says what it waited for: one map for all the samples
 // with the same labels, and its number.
-func (b *profileBuilder) labels(r *report) labelSet {
-	k := labelKey{r.Scene, r.Detail, r.StackKey}
+func (b *profileBuilder) labels(r *report, waitFor string) labelSet {
+	k := labelKey{r.Scene, r.Detail, r.StackKey, waitFor}
 	l, ok := b.labelSets[k]
 	if !ok {
 		l = labelSet{len(b.labelSets), map[string][]string{"scene": {r.Scene}, "detail": {r.Detail}, "stackKey": {r.StackKey}}}
+		if waitFor != "" {
+			l.m["waitFor"] = []string{waitFor}
+		}
 		b.labelSets[k] = l
 	}
 	return l

@@ -49,6 +49,17 @@ type report struct {
 	Untraced int                  `json:"untraced"`
 	Paths    []tracer.SummaryPath `json:"paths"`
 	Dropped  uint64               `json:"dropped"`
+	// Repeat is the N+1 pattern of a slow call, when it has one.
+	Repeat *tracer.RepeatFields `json:"repeat"`
+}
+
+// repeatKey is what top and html group r by with -by repeat: its N+1
+// pattern's key, "" for none.
+func (r *report) repeatKey() string {
+	if r.Repeat == nil {
+		return ""
+	}
+	return r.Repeat.Key()
 }
 
 // reportFrame is one call-tree node of a report: the tracer's Frame.
@@ -329,7 +340,9 @@ type node struct {
 	Count  int    `json:"count"`
 	Kind   string `json:"kind,omitempty"`
 	Reason string `json:"reason,omitempty"`
-	ID     uint32 `json:"id"`
+	// For is what a wait waited for, when the report says (Frame.For).
+	For string `json:"for,omitempty"`
+	ID  uint32 `json:"id"`
 	// Parent is the index of the parent node, -1 for a root.
 	Parent int `json:"parent"`
 }
@@ -352,7 +365,7 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 	for i := range frames {
 		f := &frames[i]
 		nd := &nodes[i]
-		*nd = node{Cost: max(f.Cost, 0), Count: max(f.Count, 0), Kind: f.Kind, Reason: f.Reason, ID: f.ID, Parent: -1}
+		*nd = node{Cost: max(f.Cost, 0), Count: max(f.Count, 0), Kind: f.Kind, Reason: f.Reason, For: f.For, ID: f.ID, Parent: -1}
 		// The claimed depths place a frame under the last shallower
 		// one; the node's depth is its place in the tree, one more
 		// than its parent's, whatever its frame claims: what is drawn
@@ -429,6 +442,8 @@ func printTree(w io.Writer, indent string, nodes []node) {
 			name += " (inline)"
 		case nd.Kind == frameKindGoroutine && nd.Reason != "":
 			name += " (" + nd.Reason + " at the report)"
+		case nd.Kind == frameKindWait && nd.For != "":
+			name += " for " + nd.For
 		}
 		fmt.Fprintf(w, "%s%6dms  %s%s%s%s\n", indent, nd.Cost, strings.Repeat("  ", nd.Depth), name, count, pos)
 	}

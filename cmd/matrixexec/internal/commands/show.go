@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/matrixgo/matrix/tracer"
 )
 
 // show prints reports (JSON lines) for people: each issue's headline and,
@@ -37,7 +39,7 @@ func show(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.W
 		if err != nil {
 			return err
 		}
-		showIssue(w, is, nodes)
+		showIssue(w, is, r.Repeat, nodes)
 		return nil
 	})
 	if err != nil {
@@ -49,7 +51,9 @@ func show(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.W
 // headline fields, in order, printed when present.
 var headline = []string{"detail", "scene", "cost", "stackKey", "usage", "why", "heldBack", "note"}
 
-func showIssue(w io.Writer, is map[string]any, nodes []node) {
+// showIssue prints one report: its headline, its N+1 pattern (repeat, if
+// any), its call tree and its goroutine stack.
+func showIssue(w io.Writer, is map[string]any, repeat *tracer.RepeatFields, nodes []node) {
 	fmt.Fprintf(w, "%v", is["tag"])
 	for _, k := range headline {
 		if v, ok := is[k]; ok && v != "" {
@@ -66,11 +70,14 @@ func showIssue(w io.Writer, is map[string]any, nodes []node) {
 		}
 	}
 	fmt.Fprintln(w)
+	if repeat != nil {
+		fmt.Fprintf(w, "  %s\n", repeat)
+	}
 	if len(nodes) == 0 {
 		var rest []string
 		for k, v := range is {
 			switch k {
-			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack":
+			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack", "repeat":
 				continue
 			}
 			rest = append(rest, fmt.Sprintf("%s=%v", k, compact(v)))

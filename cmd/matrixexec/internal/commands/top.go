@@ -19,6 +19,9 @@ import (
 const (
 	byStackKey = "stackKey"
 	byScene    = "scene"
+	// byRepeat groups by N+1 pattern (report.repeatKey); the incidents
+	// without one make one group.
+	byRepeat = "repeat"
 )
 
 // topShown is how many of a group's scenes (or stack keys) are listed.
@@ -26,7 +29,7 @@ const topShown = 5
 
 // topResult is what top prints with -json, and what html shows.
 type topResult struct {
-	// By is the grouping: "stackKey" or "scene".
+	// By is the grouping: "stackKey", "scene" or "repeat".
 	By string `json:"by"`
 	// Reports is the number of reports read, Incidents the slow calls,
 	// lags, ANRs and slow start-ups (tag Trace_EvilMethod) among them, the
@@ -39,8 +42,12 @@ type topResult struct {
 
 // topGroup is one group of incidents.
 type topGroup struct {
-	// Key is the stack key or the scene ("" for incidents without one).
+	// Key is the stack key, the scene or the N+1 pattern's key ("" for
+	// incidents without one).
 	Key string `json:"key"`
+	// Repeat is the group's N+1 pattern as people read it (grouping by
+	// repeat), from its costliest incident.
+	Repeat string `json:"repeat,omitempty"`
 	// Function is the function the stack key names (of the
 	// representative's key when grouping by scene).
 	Function string `json:"function,omitempty"`
@@ -55,7 +62,8 @@ type topGroup struct {
 	// part of the group's incidents: reports of a dispatch made before its
 	// final report (or its last LAG or ANR report).
 	Watchdog []counted `json:"watchdog,omitempty"`
-	// Scenes (grouping by stack key) or StackKeys (grouping by scene)
+	// Scenes (grouping by stack key or repeat) or StackKeys (grouping by
+	// scene)
 	// are the most frequent values of the other dimension.
 	Scenes    []counted `json:"scenes,omitempty"`
 	StackKeys []counted `json:"stackKeys,omitempty"`
@@ -82,8 +90,10 @@ type representative struct {
 	Detail   string `json:"detail,omitempty"`
 	Scene    string `json:"scene,omitempty"`
 	StackKey string `json:"stackKey,omitempty"`
-	Time     string `json:"time,omitempty"`
-	Tree     []node `json:"tree"`
+	// Repeat is the incident's N+1 pattern, as people read it.
+	Repeat string `json:"repeat,omitempty"`
+	Time   string `json:"time,omitempty"`
+	Tree   []node `json:"tree"`
 	// ThreadStack is the goroutine's stack when the incident is a LAG or
 	// ANR report.
 	ThreadStack string `json:"threadStack,omitempty"`
@@ -160,8 +170,11 @@ func (a *aggregator) finish() {
 func (a *aggregator) addIncident(pos string, r *report) {
 	a.incidents++
 	key, other := r.StackKey, r.Scene
-	if a.by == byScene {
+	switch a.by {
+	case byScene:
 		key, other = r.Scene, r.StackKey
+	case byRepeat:
+		key = r.repeatKey()
 	}
 	g := a.groups[key]
 	if g == nil {
@@ -259,6 +272,12 @@ func (a *aggregator) result(n *names) (*topResult, error) {
 		}
 		tg.Representative = representative{Source: g.repPos, CostMs: r.Cost, Detail: r.Detail, Scene: r.Scene, StackKey: r.StackKey, Time: r.Time, Tree: tree,
 			ThreadStack: r.ThreadStack, History: a.merge.historyOf(r, g.repPos)}
+		if r.Repeat != nil {
+			tg.Representative.Repeat = r.Repeat.String()
+			if a.by == byRepeat {
+				tg.Repeat = tg.Representative.Repeat
+			}
+		}
 		if tg.Function, err = keyFunc(r.StackKey); err != nil {
 			return nil, err
 		}
@@ -326,8 +345,8 @@ var errNoIncidents = errors.New("no incidents")
 // aggregate reads the reports of inputs (stdin when none) and groups them;
 // malformed lines are skipped, through sk.
 func aggregate(inputs []string, stdin io.Reader, by string, n *names, sk *skipper) (*topResult, error) {
-	if by != byStackKey && by != byScene {
-		return nil, fmt.Errorf("unknown grouping %q: want stackKey or scene", by)
+	if by != byStackKey && by != byScene && by != byRepeat {
+		return nil, fmt.Errorf("unknown grouping %q: want stackKey, scene or repeat", by)
 	}
 	a := newAggregator(by)
 	err := eachReport(inputs, stdin, sk, func(pos string, _ []byte, r *report) error {
@@ -358,10 +377,10 @@ func noIncidents(reports, incidents, skipped int) error {
 	return nil
 }
 
-// top prints incidents grouped by stack key or scene.
+// top prints incidents grouped by stack key, scene or N+1 pattern.
 func top(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("top", stdout)
-	by := fs.String("by", byStackKey, "group by stackKey or scene")
+	by := fs.String("by", byStackKey, "group by stackKey, scene or repeat (N+1 pattern)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	verbose := fs.Bool("v", false, "also print the goroutine stacks of LAG and ANR reports")
 	mapPath := fs.String("map", defaultMap, "method mapping file for frames the reports do not name")
@@ -400,11 +419,14 @@ func printTop(w io.Writer, res *topResult, verbose bool) {
 		if key == "" {
 			key = "(none)"
 		}
-		if res.By == byScene {
+		switch res.By {
+		case byScene:
 			key = fmt.Sprintf("%q", g.Key)
+		case byRepeat:
+			key = cmp.Or(g.Repeat, "(no N+1)")
 		}
 		fmt.Fprintf(w, "%d. %s %s", i+1, res.By, key)
-		if g.Function != "" {
+		if g.Function != "" && res.By != byRepeat {
 			fmt.Fprintf(w, "  %s", g.Function)
 		}
 		fmt.Fprintln(w)
@@ -424,6 +446,9 @@ func printTop(w io.Writer, res *topResult, verbose bool) {
 		}
 		r := g.Representative
 		fmt.Fprintf(w, "   costliest: %dms %s %q %s (%s)\n", r.CostMs, r.Detail, r.Scene, r.Time, r.Source)
+		if r.Repeat != "" && res.By != byRepeat {
+			fmt.Fprintf(w, "     %s\n", r.Repeat)
+		}
 		for _, h := range r.History {
 			fmt.Fprintf(w, "     after %s at %dms %s (%s)\n", h.Detail, h.CostMs, h.Time, h.Source)
 			if verbose {

@@ -73,6 +73,7 @@ func TestResolveTreeKinds(t *testing.T) {
 		frame(2, 4, 1, ""),
 	}
 	frames[2].Kind, frames[2].Reason, frames[2].File, frames[2].Line = frameKindWait, "chan receive", "a.go", 7
+	frames[2].For = "a free database/sql connection"
 	frames[3].Kind = frameKindGoroutine
 	frames[4].Kind = frameKindInline
 	frames[5].Kind = frameKindWait // no reason
@@ -92,6 +93,11 @@ func TestResolveTreeKinds(t *testing.T) {
 	want := []string{"DISPATCH ", "example.com/a.handler /src/a/a.go:3", "[chan receive] a.go:7", "go example.com/a.g ", "example.com/a.h ", "[wait] "}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("names = %q, want %q", got, want)
+	}
+	var out bytes.Buffer
+	printTree(&out, "", nodes)
+	if want := "[chan receive] for a free database/sql connection  a.go:7\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("printTree: no %q in\n%s", want, out.String())
 	}
 
 	frames[4].Kind = "teleport"
@@ -449,5 +455,117 @@ func TestHTMLPage(t *testing.T) {
 	}
 	if n := strings.Count(page, "<script"); n != 2 {
 		t.Errorf("%d script elements, want 2 (the data and the code)", n)
+	}
+}
+
+// TestRepeatViews checks that show prints a report's N+1 pattern, and that
+// top and html group by it (-by repeat), the reports without one together.
+func TestRepeatViews(t *testing.T) {
+	report := func(scene string, cost int, repeat string) string {
+		r := `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"` + scene + `","cost":` + strconv.Itoa(cost) + `,"stackKey":"5|","frames":[{"depth":0,"id":1048574,"count":1,"cost":` + strconv.Itoa(cost) + `,"func":"DISPATCH"},{"depth":1,"id":5,"count":1,"cost":` + strconv.Itoa(cost) + `,"func":"example.com/app.(*orderService).checkout"}]`
+		if repeat != "" {
+			r += `,"repeat":` + repeat
+		}
+		return r + "}\n"
+	}
+	loadItem := `{"func":"example.com/app.(*orderRepo).loadItem","id":6,"parent":"example.com/app.(*orderService).checkout","parentId":5,"calls":48,"cost":420,"percent":56}`
+	loadPrice := `{"func":"example.com/app.(*priceRepo).load","id":7,"parent":"example.com/app.(*orderService).checkout","parentId":5,"calls":12,"cost":300,"percent":40}`
+	in := report("GET /orders/{id}", 750, loadItem) + report("GET /orders/{id}", 800, loadItem) +
+		report("GET /cart", 750, loadPrice) + report("GET /health", 900, "")
+
+	code, out, errs := mx(t, in, "show")
+	if code != 0 {
+		t.Fatalf("show: exit %d: %s", code, errs)
+	}
+	if want := "  N+1: (*orderRepo).loadItem ×48 under (*orderService).checkout, 420 ms (56 %)\n"; strings.Count(out, want) != 2 {
+		t.Errorf("show: want 2 lines %q in\n%s", want, out)
+	}
+	if n := strings.Count(out, "N+1:"); n != 3 {
+		t.Errorf("show: %d N+1 lines, want 3:\n%s", n, out)
+	}
+
+	code, out, errs = mx(t, in, "top", "-by", "repeat", "-json")
+	if code != 0 {
+		t.Fatalf("top: exit %d: %s", code, errs)
+	}
+	var res topResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Key, Repeat string
+		Count       int
+	}
+	var got []row
+	for _, g := range res.Groups {
+		got = append(got, row{g.Key, g.Repeat, g.Count})
+	}
+	want := []row{
+		{"example.com/app.(*orderRepo).loadItem under example.com/app.(*orderService).checkout", "N+1: (*orderRepo).loadItem ×48 under (*orderService).checkout, 420 ms (56 %)", 2},
+		{"", "", 1},
+		{"example.com/app.(*priceRepo).load under example.com/app.(*orderService).checkout", "N+1: (*priceRepo).load ×12 under (*orderService).checkout, 300 ms (40 %)", 1},
+	}
+	if res.By != "repeat" || !reflect.DeepEqual(got, want) {
+		t.Errorf("top -by repeat: by %s, groups\n got %+v\nwant %+v", res.By, got, want)
+	}
+
+	code, out, errs = mx(t, in, "top", "-by", "repeat")
+	if code != 0 {
+		t.Fatalf("top: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"4 incidents in 3 groups by repeat (4 reports read)",
+		"1. repeat N+1: (*orderRepo).loadItem ×48 under (*orderService).checkout, 420 ms (56 %)",
+		"2. repeat (no N+1)",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("top -by repeat: no line %q in\n%s", want, out)
+		}
+	}
+
+	page := filepath.Join(t.TempDir(), "r.html")
+	code, _, errs = mx(t, in, "html", "-by", "repeat", "-o", page)
+	if code != 0 {
+		t.Fatalf("html: exit %d: %s", code, errs)
+	}
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"N+1 (function ×calls under its caller)", "N+1: (*orderRepo).loadItem ×48 under (*orderService).checkout, 420 ms (56 %)", "(no N+1)"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestPprofWaitFor checks that the sample of a wait that says what it
+// waited for is labelled waitFor, and no other sample is.
+func TestPprofWaitFor(t *testing.T) {
+	in := `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"GET /orders","cost":500,"stackKey":"5|","frames":[` +
+		`{"depth":0,"id":1048574,"count":1,"cost":500,"func":"DISPATCH"},` +
+		`{"depth":1,"id":5,"count":1,"cost":500,"func":"example.com/app.loadOrder"},` +
+		`{"depth":2,"id":1048575,"count":1,"cost":300,"func":"example.com/app.loadOrder","kind":"wait","reason":"select","for":"a free database/sql connection"},` +
+		`{"depth":2,"id":1048575,"count":1,"cost":150,"func":"example.com/app.loadOrder","kind":"wait","reason":"sleep"}]}` + "\n"
+	out := filepath.Join(t.TempDir(), "p.pb.gz")
+	if code, _, errs := mx(t, in, "pprof", "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range p.Sample {
+		got[s.Location[0].Line[0].Function.Name] = strings.Join(s.Label["waitFor"], ",")
+	}
+	want := map[string]string{"[select]": "a free database/sql connection", "[sleep]": "", "example.com/app.loadOrder": ""}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("waitFor labels by leaf: got %q, want %q", got, want)
 	}
 }
