@@ -249,7 +249,7 @@ func TestSpansFromReport(t *testing.T) {
 	if got := (otlptest.Span{Span: named["[sync.Mutex.Lock]"]}).Attr("matrix.wait.for"); got != tracer.WaitForPool {
 		t.Errorf("wait for %q, want %q", got, tracer.WaitForPool)
 	}
-	rr := otlptest.Span{Span: named["NORMAL GET /slow"]}
+	rr := otlptest.Span{Span: named["GET /slow"]}
 	for k, v := range map[string]string{"matrix.repeat": "N+1: fast ×30 under handler, 300 ms (33 %)", "matrix.repeat.key": "example.com/shop.fast under example.com/shop.handler", "matrix.repeat.calls": "30", "matrix.repeat.cost_ms": "300"} {
 		if got := rr.Attr(k); got != v {
 			t.Errorf("root %s = %q, want %q", k, got, v)
