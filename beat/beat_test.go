@@ -262,6 +262,69 @@ func TestNestedBeginIsItsOwnDispatch(t *testing.T) {
 	}
 }
 
+// TestNestedBeginInInlinedLiteral: a nested Begin and End in a function
+// literal without defer, which the compiler inlines into the function that
+// began the outer dispatch, so that both Begins are called from the same
+// frame. The nested one is still a dispatch of its own, and the outer one
+// goes on and is reported, not abandoned.
+func TestNestedBeginInInlinedLiteral(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{})
+	before := ReadStats().Abandoned
+	outer := Begin(KindHTTP, "outer")
+	rtEnter(8)
+	func() {
+		in := Begin(KindCustom, "inner")
+		rtEnter(9)
+		rtExit(9)
+		in.End()
+	}()
+	if Current() != outer {
+		t.Fatalf("after the nested dispatch the current one is %v, want the outer one", Current())
+	}
+	rtExit(8)
+	outer.End()
+	if got := ReadStats().Abandoned - before; got != 0 {
+		t.Errorf("%d dispatches abandoned, want 0", got)
+	}
+	if c.abandoned["outer"] {
+		t.Error("the outer dispatch was abandoned")
+	}
+	if rs := c.recs["inner"]; len(rs) != 4 || rs[1].ID() != 9 {
+		t.Errorf("inner records %v", rs)
+	}
+	if rs := c.recs["outer"]; len(rs) != 4 || rs[1].ID() != 8 {
+		t.Errorf("outer records %v", rs)
+	}
+}
+
+// TestBeginAgainAtTheSameSiteAbandons: a loop whose body begins a
+// dispatch and forgets to end it begins the next one at the same call
+// site in the same frame: the forgotten one is abandoned, not an outer
+// dispatch of the next.
+func TestBeginAgainAtTheSameSiteAbandons(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{})
+	before := ReadStats().Abandoned
+	var last *Dispatch
+	for _, name := range []string{"first", "second"} {
+		last = Begin(KindCustom, name)
+	}
+	if last.Name() != "second" || Current() != last {
+		t.Fatal("the second Begin did not start the current dispatch")
+	}
+	last.End()
+	if Current() != nil {
+		t.Fatalf("goroutine still in dispatch %q", Current().Name())
+	}
+	if got := ReadStats().Abandoned - before; got != 1 {
+		t.Errorf("%d dispatches abandoned, want 1", got)
+	}
+	if !c.abandoned["first"] {
+		t.Error("the forgotten dispatch was not abandoned")
+	}
+}
+
 // work begins a dispatch and panics before ending it when fail is set.
 //
 //go:noinline

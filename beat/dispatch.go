@@ -34,6 +34,7 @@ type Dispatch struct {
 	rec     *recorder
 
 	mark     uint64 // n when the dispatch began: the slot of its i(D)
+	site     site   // where it was begun
 	kind     Kind
 	name     string
 	scene    atomic.Pointer[string]
@@ -64,9 +65,11 @@ type Dispatch struct {
 // ends. A dispatch whose beginning function has returned (or was unwound by
 // a recovered panic) without calling End is ended as abandoned: it is
 // counted (Stats.Abandoned), its buffer is returned, and it is never
-// reported. The recorder tells the two apart by the depth of the calling
-// frame, so a second Begin in the very function that began the running
-// dispatch abandons it, as a Begin in the next call of a loop would.
+// reported. The recorder tells the two apart by the frame that calls Begin
+// and the functions inlined into it (see site.inside): a Begin in a
+// function called from the one that began the running dispatch, inlined
+// or not, nests in it; a second Begin in the very function that began it
+// abandons it, as a Begin in the next call of a loop would.
 //
 //go:noinline
 func Begin(kind Kind, name string) *Dispatch {
@@ -84,10 +87,11 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 	}
 	reap()
 	goid := rtGoid()
-	frame := rtFrameDepth(skip)
-	settle(goid, frame)
-	d := &Dispatch{kind: kind, name: name, rec: r, goid: goid}
-	d.ring.Frame = frame
+	var at site
+	at.depth, at.entry, at.n = rtFrame(skip, at.pcs[:])
+	settle(goid, &at)
+	d := &Dispatch{kind: kind, name: name, rec: r, goid: goid, site: at}
+	d.ring.Frame = at.depth
 	d.data = r.getBuffer()
 	if d.data != nil {
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)
@@ -110,11 +114,46 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 	return d
 }
 
+// site is where a dispatch was begun: the frame that called Begin, and the
+// calls of the functions inlined into that frame which lead to the Begin.
+type site struct {
+	depth uintptr // the frame's depth (abi.Ring.Frame); 0 if unknown
+	entry uintptr // the entry of the frame's function
+	// pcs[:n] are the call PCs of the frame's logical frames, innermost
+	// (the call of Begin) first; n is -1 when there were more than pcs
+	// holds.
+	n   int
+	pcs [8]uintptr
+}
+
+// inside reports whether a Begin at s is made inside the frame that began
+// a dispatch at o, when both are made from frames at the same depth: s is
+// then in the same physical frame as o, in a function inlined into the
+// logical frame that began o (a function literal called in place, say).
+// Inlining does not change this: s's logical frames are o's, down to o's
+// beginning function, plus at least one more. A Begin in the same logical
+// frame as o (the next turn of a loop, or the next call of the function
+// from the same place) is not inside it.
+func (s *site) inside(o *site) bool {
+	if s.entry != o.entry || o.n <= 0 || s.n <= o.n {
+		return false
+	}
+	// Counted from the outermost: the calls of the functions inlined on
+	// the way to o's beginning function are the same.
+	for i := 1; i < o.n; i++ {
+		if s.pcs[s.n-i] != o.pcs[o.n-i] {
+			return false
+		}
+	}
+	return true
+}
+
 // settle looks at the dispatches the calling goroutine's slot holds before
-// a new one begins in the frame at depth frame: one ended from another
-// goroutine is left, and one whose beginning frame is gone is abandoned.
-// What remains is a running dispatch the new one nests in, or nothing.
-func settle(goid uint64, frame uintptr) {
+// a new one begins at site at: one ended from another goroutine is left,
+// and one whose beginning frame is gone is abandoned. What remains is a
+// running dispatch the new one nests in, or nothing.
+func settle(goid uint64, at *site) {
+	frame := at.depth
 	for {
 		p := rtCurrent()
 		if p == nil || p == rtStartupRing() || isKid(p) {
@@ -133,9 +172,10 @@ func settle(goid uint64, frame uintptr) {
 			// into it, and its buffer can go back to the pool.
 			rtSwapRing(d.ring.Outer)
 			d.release()
-		case frame != 0 && d.ring.Frame != 0 && frame <= d.ring.Frame:
-			// Begun in a frame at this depth or deeper, which has
-			// returned without End: the new Begin cannot be inside it.
+		case frame != 0 && d.ring.Frame != 0 && (frame < d.ring.Frame || frame == d.ring.Frame && !at.inside(&d.site)):
+			// Begun in a frame deeper than this one, or in this frame's
+			// own logical frame or a sibling's, which has returned
+			// without End: the new Begin cannot be inside it.
 			rtSwapRing(d.ring.Outer)
 			d.abandon(true)
 		default:

@@ -57,8 +57,9 @@ func rtNanotime() int64
 //go:linkname rtStartupRing runtime.matrixStartupRing
 func rtStartupRing() unsafe.Pointer
 
-//go:linkname rtFrameDepth runtime.matrixFrameDepth
-func rtFrameDepth(skip int) uintptr
+//go:linkname rtFrame runtime.matrixFrame
+//go:noescape
+func rtFrame(skip int, pcs []uintptr) (depth, entry uintptr, n int)
 
 //go:linkname rtAbandoned runtime.matrixAbandoned
 func rtAbandoned() uint32

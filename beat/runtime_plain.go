@@ -32,7 +32,7 @@ func rtStartupInfo() (unsafe.Pointer, uint64, int64, int64) { return nil, 0, 0, 
 func rtNanotime() int64                                     { return 0 }
 func rtStartupRing() unsafe.Pointer                         { return nil }
 
-func rtFrameDepth(int) uintptr                                                                { return 0 }
+func rtFrame(int, []uintptr) (uintptr, uintptr, int)                                          { return 0, 0, 0 }
 func rtAbandoned() uint32                                                                     { return 0 }
 func rtInUse(unsafe.Pointer) bool                                                             { return false }
 func rtSetTraceParentHook(func(unsafe.Pointer, string))                                       {}

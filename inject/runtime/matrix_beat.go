@@ -473,16 +473,24 @@ func matrixRecovery(gp *g) {
 	}
 }
 
-// matrixFrameDepth returns the depth (stack top minus stack pointer, which
-// stack growth does not change) of the frame skip frames above its caller,
-// as the panic unwinder measures frames; 0 if there is none.
+// matrixFrame describes the frame skip frames above its caller: its depth
+// (stack top minus stack pointer, which stack growth does not change) as
+// the panic unwinder measures frames, the entry of its function, and in
+// pcs, innermost first, the call PCs of its logical frames: the calls of
+// the functions inlined into it that lead to the call it is making, down
+// from that call itself. n is how many; -1 if pcs is too short. depth is
+// 0 if there is no such frame.
 //
-//go:linkname matrixFrameDepth
+// The logical frames tell a call inside an inlined function from a call in
+// the frame's own function, which the depth alone cannot: beat uses them
+// to tell a Begin nested in an inlined function literal from a second
+// Begin after a forgotten End.
+//
+//go:linkname matrixFrame
 //go:noinline
-func matrixFrameDepth(skip int) uintptr {
+func matrixFrame(skip int, pcs []uintptr) (depth, entry uintptr, n int) {
 	gp := getg()
 	pc, sp := sys.GetCallerPC(), sys.GetCallerSP()
-	var depth uintptr
 	// A goroutine's own stack is walked from the system stack (as
 	// runtime.Callers does), where it cannot move under the walk.
 	systemstack(func() {
@@ -491,11 +499,22 @@ func matrixFrameDepth(skip int) uintptr {
 		for i := 0; i < skip && u.valid(); i++ {
 			u.next()
 		}
-		if u.valid() {
-			depth = gp.stack.hi - u.frame.sp
+		if !u.valid() {
+			return
+		}
+		depth = gp.stack.hi - u.frame.sp
+		f := u.frame.fn
+		entry = f.entry()
+		for iu, uf := newInlineUnwinder(f, u.symPC()); uf.valid(); uf = iu.next(uf) {
+			if n == len(pcs) {
+				n = -1
+				return
+			}
+			pcs[n] = uf.pc
+			n++
 		}
 	})
-	return depth
+	return depth, entry, n
 }
 
 //go:linkname matrixAbandoned

@@ -9,7 +9,7 @@ import (
 // whose matrix module (beat, the tracers) was written for another version:
 // the runtime it patches and the recorder it links must agree on every
 // value below. Bump it whenever a value or a linkname signature changes.
-const Version = 6
+const Version = 7
 
 // Record layout: one packed 64-bit word per event, the layout of Matrix's
 // AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
