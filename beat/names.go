@@ -33,6 +33,7 @@ var names struct {
 	funcs map[uint32]Func
 	pkgs  map[string]bool
 	gos   map[string]string // a go statement's "file:line" -> the function its call calls
+	ids   map[string]uint32 // by Func.String, built on first use
 }
 
 // Lookup returns the function with the given id, if an instrumented
@@ -46,6 +47,24 @@ func Lookup(id uint32) (Func, bool) {
 	loadNames()
 	f, ok := names.funcs[id]
 	return f, ok
+}
+
+// FuncID returns the id of the instrumented function with the given name,
+// as the runtime names it (runtime.FuncForPC, stack traces: "pkg.F",
+// "pkg.(*T).M", "pkg.F.func1"), if an instrumented package of this binary
+// declares it.
+func FuncID(name string) (uint32, bool) {
+	names.Lock()
+	defer names.Unlock()
+	loadNames()
+	if names.ids == nil {
+		names.ids = make(map[string]uint32, len(names.funcs))
+		for id, f := range names.funcs {
+			names.ids[f.String()] = id
+		}
+	}
+	id, ok := names.ids[name]
+	return id, ok
 }
 
 // Instrumented reports whether the package with import path pkg was
@@ -75,7 +94,7 @@ func GoCallee(file string, line int) (string, bool) {
 func loadNames() {
 	if h := rtNamesHead(); h != names.head || names.funcs == nil {
 		names.funcs, names.pkgs, names.gos = parseNames(h)
-		names.head = h
+		names.head, names.ids = h, nil
 	}
 }
 

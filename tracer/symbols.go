@@ -91,7 +91,7 @@ func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs ui
 	for _, v := range raw {
 		recs = append(recs, analysis.Record(v))
 	}
-	res := analysis.AnalyzeRepeats(recs, mode, endMs, triggerCost, rule)
+	res := analysis.AnalyzeWith(recs, mode, endMs, triggerCost, rule, funcOfPC)
 	frames, key := framesOf(res)
 	return callTree{res: res, frames: frames, key: key}
 }
@@ -105,6 +105,17 @@ func buildWholeTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, end
 	res := analysis.AnalyzeWhole(recs, mode, endMs, triggerCost)
 	frames, key := framesOf(res)
 	return callTree{res: res, frames: frames, key: key}
+}
+
+// funcOfPC is the analysis.FuncOf of this binary: the id of the
+// instrumented function that holds pc, inlined or not.
+func funcOfPC(pc uint64) uint32 {
+	f := runtime.FuncForPC(uintptr(pc) - 1)
+	if f == nil {
+		return 0
+	}
+	id, _ := beat.FuncID(mainPath(f.Name()))
+	return id
 }
 
 // fill sets a report's call tree and its cost, and its costliest N+1

@@ -455,7 +455,8 @@ var matrixAbandonedN uint32
 // (at the top of runtime.recovery, before the stack is unwound). Every
 // dispatch whose beginning frame lies deeper than the frame that recovers
 // is being unwound without its End: it is marked abandoned, and the slot
-// goes back to what it held before that dispatch began.
+// goes back to what it held before that dispatch began. The recovery is
+// then noted in the ring the slot holds (matrixRecovered).
 func matrixRecovery(gp *g) {
 	p := gp._panic
 	if p == nil {
@@ -465,12 +466,45 @@ func matrixRecovery(gp *g) {
 	for {
 		r := (*matrixRing)(gp.matrixBeat)
 		if r == nil || r == matrixStartup || r.frame == 0 || r.frame <= depth {
-			return
+			break
 		}
 		atomic.Store(&r.state, matrixRingAbandoned)
 		atomic.Xadd(&matrixAbandonedN, 1)
 		gp.matrixBeat = r.outer
 	}
+	matrixRecovered(gp)
+}
+
+// matrixRecovered notes a recovery in the ring of the recording goroutine
+// gp (abi.ExtRecover): its exact time, and the program counters of the
+// frame that recovers (its function's) and of its callers, so that a
+// reader can close the calls the panic unwound at the recovery rather than
+// at their caller's exit. matrixRecovery calls it, on the system stack.
+func matrixRecovered(gp *g) {
+	p := gp._panic
+	r := (*matrixRing)(gp.matrixBeat)
+	if p == nil || r == nil || r == matrixStartup || gp.matrixState != matrixStNone {
+		return
+	}
+	var pcs [matrixExtMaxPCs]uintptr
+	k := 0
+	var u unwinder
+	u.initAt(p.retpc, uintptr(p.sp), 0, gp, unwindSilentErrors)
+	for ; u.valid() && k < len(pcs); u.next() {
+		for iu, uf := newInlineUnwinder(u.frame.fn, u.symPC()); uf.valid() && k < len(pcs); uf = iu.next(uf) {
+			pcs[k] = uf.pc + 1 // a return PC, as runtime.Callers gives
+			k++
+		}
+	}
+	now := uint64(nanotime()-matrixEpoch) / 1e6
+	if now > matrixClk.now {
+		matrixClk.now = now
+	}
+	matrixExtStart(r, now, matrixExtRecover, 0, k)
+	for _, pc := range pcs[:k] {
+		matrixPut(r, uint64(pc))
+	}
+	matrixExtEnd(r, now)
 }
 
 // matrixFrame describes the frame skip frames above its caller: its depth

@@ -67,6 +67,15 @@ const (
 	// when the goroutine was still running when the records were copied
 	// (the runtime writes 0).
 	ExtGoRunning = 1
+	// ExtRecover is a point, not an interval: a panic was recovered. The
+	// start record and the end record both carry the time of the
+	// recovery, read from the exact clock; the payload holds up to
+	// ExtMaxPCs return program counters of the frame that recovers and
+	// its callers, innermost first (inlined functions each have one, as
+	// runtime.Callers gives them). The frames the panic unwound are the
+	// calls still open above the innermost instrumented function among
+	// them: they ended at the recovery.
+	ExtRecover = 5
 )
 
 // Payload layout of an extended start record.
@@ -318,6 +327,7 @@ const (
 	matrixExtRunnable    = %d
 	matrixExtGo          = %d
 	matrixExtGoWords     = %d
+	matrixExtRecover     = %d
 	matrixExtKindShift   = %d
 	matrixExtReasonShift = %d
 	matrixExtMaxPCs      = %d
@@ -328,5 +338,5 @@ const (
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
 		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset,
 		RingSize, NameTableNextOffset, NameTableDataOffset, NameTableSize, RingRunning, RingEnded, RingAbandoned,
-		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtKindShift, ExtReasonShift, ExtMaxPCs)
+		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtKindShift, ExtReasonShift, ExtMaxPCs)
 }

@@ -54,6 +54,16 @@
 // A reader puts the child ring's records between the payload and the end
 // record, whose time becomes the goroutine's end (Ring.End).
 //
+// A recovered panic is noted by an ExtRecover start record, the return
+// program counters of the recovering frame and its callers, and an end
+// record, both records with the exact time of the recovery:
+//
+//	X(start@230)                   Pack(true, ExtID, 230)
+//	  payload                      PackExt(ExtRecover, 0, 2)
+//	  payload                      pc in the frame that recovers
+//	  payload                      pc in its caller
+//	X(end@230)                     Pack(false, ExtID, 230)
+//
 // The reason is the runtime's own waitReason of the release the program
 // was built with; only that program's runtime can name it (the beat
 // package asks it: "sleep", "chan receive", "sync.Mutex.Lock", …).

@@ -229,21 +229,22 @@ type done struct {
 // folded, is 0 ms (a wait of a moment). ItemsExt returns what each item's
 // interval is.
 func Items(recs []Record, mode Mode, endMs uint64) []Item {
-	items, _, _ := itemsTimed(recs, mode, endMs)
+	items, _, _ := itemsTimed(recs, mode, endMs, nil)
 	return items
 }
 
 // ItemsExt is Items that also returns, for each item, its interval (nil
 // for a call).
 func ItemsExt(recs []Record, mode Mode, endMs uint64) ([]Item, []*Interval) {
-	items, _, exts := itemsTimed(recs, mode, endMs)
+	items, _, exts := itemsTimed(recs, mode, endMs, nil)
 	return items, exts
 }
 
 // itemsTimed is Items that also returns, for each item, the timestamp of
 // the enter of its first call, and its interval (nil for a call; nil when
-// there is no interval at all).
-func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64, []*Interval) {
+// there is no interval at all). With funcOf, recovery records close the
+// calls a panic unwound (see AnalyzeFuncs); without, they are skipped.
+func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, []uint64, []*Interval) {
 	var (
 		stack   = openStack{s: make([]open, 0, 64), dTop: -1}
 		enters  = make([]enter, 0, len(recs)/2+1)
@@ -308,6 +309,27 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64, []*In
 			if ext == nil {
 				continue
 			}
+		}
+		if ext != nil && ext.Kind == ExtRecover {
+			// A point: its end record, which follows, is skipped too.
+			if i+1 < len(recs) && recs[i+1].ID() == Ext && !recs[i+1].Enter() {
+				i++
+			}
+			if !begun {
+				continue
+			}
+			maxTime = max(maxTime, r.Time())
+			if k := recoverer(&stack, ext, funcOf); k >= 0 {
+				// The calls above the frame that recovered were unwound:
+				// they ended at the recovery (no earlier than anything
+				// recorded before it), innermost first.
+				for j := len(stack.s) - 1; j > k; j-- {
+					lost := stack.s[j]
+					complete(lost, int64(min(maxTime-min(lost.time, maxTime), math.MaxInt64)))
+				}
+				stack.truncate(k + 1)
+			}
+			continue
 		}
 		if !begun {
 			if !isEnter || id != Dispatch {
@@ -380,6 +402,39 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64) ([]Item, []uint64, []*In
 		return nil, nil, nil
 	}
 	return tree(comp, enters)
+}
+
+// recoverScan bounds how many open enters a recovery record looks through
+// for the frame that recovered, so that garbage input stays linear.
+const recoverScan = 1024
+
+// recoverer returns the position in the stack of the call that recovered
+// the panic of the recovery record x: the topmost open call, above the
+// nearest Dispatch enter and inside the nearest goroutine, of the innermost
+// instrumented function among x's program counters. -1 if there is none,
+// or no funcOf to name them.
+func recoverer(st *openStack, x *Interval, funcOf FuncOf) int {
+	if funcOf == nil {
+		return -1
+	}
+	for _, pc := range x.PCs {
+		id := funcOf(pc)
+		if id == 0 || id == Dispatch || id == Ext {
+			continue
+		}
+		lo := max(st.dTop+1, len(st.s)-recoverScan)
+		for j := len(st.s) - 1; j >= lo; j-- {
+			o := &st.s[j]
+			if o.ext != nil && o.ext.Kind == ExtGo {
+				return -1
+			}
+			if o.id == id {
+				return j
+			}
+		}
+		return -1
+	}
+	return -1
 }
 
 // tree runs step 3: it links every completed item to its nearest ancestor
@@ -698,23 +753,38 @@ type Result struct {
 // callees' or its own running, and would name a caller whose time went into
 // a wait.
 func Analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
-	return analyze(recs, mode, endMs, triggerCost, MaxStackLines, RepeatRule{})
+	return analyze(recs, mode, endMs, triggerCost, MaxStackLines, RepeatRule{}, nil)
+}
+
+// AnalyzeFuncs is Analyze with the program's functions at hand: funcOf
+// names the program counters of a recovery record (abi.ExtRecover), and
+// the calls open above the frame that recovered, which the panic unwound
+// without their exit, end at the recovery. Without funcOf, or when none of
+// the record's program counters is in an open call, they end at the exit
+// of the nearest call that records one, as in Analyze.
+func AnalyzeFuncs(recs []Record, mode Mode, endMs uint64, triggerCost int64, funcOf FuncOf) Result {
+	return analyze(recs, mode, endMs, triggerCost, MaxStackLines, RepeatRule{}, funcOf)
+}
+
+// AnalyzeWith is AnalyzeRepeats and AnalyzeFuncs at once.
+func AnalyzeWith(recs []Record, mode Mode, endMs uint64, triggerCost int64, rule RepeatRule, funcOf FuncOf) Result {
+	return analyze(recs, mode, endMs, triggerCost, MaxStackLines, rule, funcOf)
 }
 
 // AnalyzeWhole is Analyze without the trim (step 4): Items is the whole
 // call tree, for a summary that adds up every call (the summary tracer).
 func AnalyzeWhole(recs []Record, mode Mode, endMs uint64, triggerCost int64) Result {
-	return analyze(recs, mode, endMs, triggerCost, math.MaxInt, RepeatRule{})
+	return analyze(recs, mode, endMs, triggerCost, math.MaxInt, RepeatRule{}, nil)
 }
 
 // AnalyzeRepeats is Analyze that also finds the N+1 patterns of the whole
 // tree, before it is trimmed, by rule (Result.Repeats).
 func AnalyzeRepeats(recs []Record, mode Mode, endMs uint64, triggerCost int64, rule RepeatRule) Result {
-	return analyze(recs, mode, endMs, triggerCost, MaxStackLines, rule)
+	return analyze(recs, mode, endMs, triggerCost, MaxStackLines, rule, nil)
 }
 
-func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems int, rule RepeatRule) Result {
-	all, times, allExts := itemsTimed(recs, mode, endMs)
+func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems int, rule RepeatRule, funcOf FuncOf) Result {
+	all, times, allExts := itemsTimed(recs, mode, endMs, funcOf)
 	items, kept := trim(all, maxItems)
 	exts := keptExts(allExts, kept, len(all))
 	base := uint64(math.MaxUint64)

@@ -25,7 +25,16 @@ const (
 	// its parent, so its cost is not part of its parent's: it may exceed
 	// the parent's, and it does not lessen the parent's self time.
 	ExtGo = abi.ExtGo
+	// ExtRecover is a recovered panic: never an item. Its PCs are those
+	// of the frame that recovered and its callers; with a FuncOf to name
+	// them, the calls the panic unwound end at its time (see AnalyzeFuncs).
+	ExtRecover = abi.ExtRecover
 )
+
+// FuncOf returns the id of the instrumented function whose code holds the
+// return program counter pc (an inlined function's, for a PC runtime.Callers
+// gives for it), or 0 when pc is in none.
+type FuncOf func(pc uint64) uint32
 
 // An Interval describes the interval of an item with the id Ext.
 type Interval struct {

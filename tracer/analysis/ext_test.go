@@ -290,3 +290,49 @@ o D 70
 		t.Errorf("items %v, want %v", items, want)
 	}
 }
+
+func TestRecoveryEndsUnwoundCalls(t *testing.T) {
+	// Function 7 defers a recover and calls 8, which calls 9, which
+	// panics at 10 ms; 7 recovers it, then sleeps 200 ms and returns. 8
+	// and 9 record no exit.
+	rs := events(t, `
+i D 0
+i 7 0
+i 8 0
+i 9 0
+`)
+	rs = append(rs, ExtStart(ExtRecover, 0, 10, 0x700, 0x600)...)
+	rs = append(rs, ExtEnd(10))
+	rs = append(rs, events(t, `
+w 3 10 0x10
+e 210
+o 7 210
+o D 210
+`)...)
+	funcOf := func(pc uint64) uint32 {
+		if pc == 0x700 {
+			return 7
+		}
+		return 0
+	}
+	res := AnalyzeFuncs(rs, Strict, 0, 210, funcOf)
+	want := []Item{{0, Dispatch, 1, 210}, {1, 7, 1, 210}, {2, 8, 1, 10}, {3, 9, 1, 10}, {2, Ext, 1, 200}}
+	if !reflect.DeepEqual(res.Items, want) {
+		t.Fatalf("items %v, want %v", res.Items, want)
+	}
+	if res.Key != "7|wait:3|" {
+		t.Errorf("key %q, want the recovering function's sleep", res.Key)
+	}
+	// Without the program's functions the record is skipped: the unwound
+	// calls end at their caller's exit, and hold the sleep.
+	res = Analyze(rs, Strict, 0, 210)
+	want = []Item{{0, Dispatch, 1, 210}, {1, 7, 1, 210}, {2, 8, 1, 210}, {3, 9, 1, 210}, {4, Ext, 1, 200}}
+	if !reflect.DeepEqual(res.Items, want) {
+		t.Fatalf("without funcOf: items %v, want %v", res.Items, want)
+	}
+	// A recovery by a function that is not open (or not instrumented)
+	// changes nothing.
+	if res2 := AnalyzeFuncs(rs, Strict, 0, 210, func(uint64) uint32 { return 42 }); !reflect.DeepEqual(res2.Items, want) {
+		t.Fatalf("unknown recoverer: items %v, want %v", res2.Items, want)
+	}
+}
