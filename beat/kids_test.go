@@ -142,8 +142,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestGoroutineOutlivesItsDispatch: the dispatch's end does not wait for
 // a goroutine it started; its tree so far is in the report, marked
-// running, and counted. Once blocked after the end, the goroutine stops
-// recording and its buffer goes back.
+// running, and counted. Parked at the end, or once blocked after it, the
+// goroutine stops recording and its buffer goes back.
 func TestGoroutineOutlivesItsDispatch(t *testing.T) {
 	requireLinked(t)
 	o := observeKids(t, Config{})
@@ -167,12 +167,13 @@ func TestGoroutineOutlivesItsDispatch(t *testing.T) {
 	if childItem(res.Items, gs[0], 9) < 0 {
 		t.Errorf("the running goroutine's open call of 9 is not in the tree:\n%s", res.Stack)
 	}
-	if s := ReadStats(); s.ChildrenLate-before.ChildrenLate != 1 || s.ChildBuffers != before.ChildBuffers+1 {
+	if s := ReadStats(); s.ChildrenLate-before.ChildrenLate != 1 {
 		t.Errorf("stats before %+v, after %+v", before, s)
 	}
+	// Parked, or about to park: its buffer goes back without its waking.
+	waitFor(t, "the late goroutine's buffer to go back", func() bool { return ReadStats().ChildBuffers == before.ChildBuffers })
 	close(release)
 	<-done
-	waitFor(t, "the late goroutine's buffer to go back", func() bool { return ReadStats().ChildBuffers == before.ChildBuffers })
 }
 
 // TestTenThousandGoroutinesInOneDispatch: a fan-out of 10,000 goroutines
@@ -252,5 +253,56 @@ func TestDispatchInsideAGoroutine(t *testing.T) {
 		if it.ID == 9 {
 			t.Errorf("the inner dispatch's call is in the outer tree:\n%s", outer.Stack)
 		}
+	}
+}
+
+// TestParkedForeverGoroutinesReturnTheirBuffers: 1,100 dispatches each
+// start a goroutine that parks for good (a connection reader or a watcher
+// started lazily in a request). Each goroutine's buffer goes back when its
+// dispatch ends, so the process never holds more than the bound, and later
+// dispatches still record their goroutines.
+func TestParkedForeverGoroutinesReturnTheirBuffers(t *testing.T) {
+	requireLinked(t)
+	const n = 1100
+	o := observeKids(t, Config{MaxBuffers: 4, MaxChildren: 4, ChildBufferSize: 64})
+	forever := make(chan struct{})
+	defer close(forever)
+	before := ReadStats()
+	for range n {
+		Run("park", func() {
+			parked := make(chan struct{})
+			go func() {
+				Enter(12)
+				close(parked)
+				<-forever
+				Exit(12)
+			}()
+			<-parked
+			// A moment for it to park on forever.
+			runtime.Gosched()
+		})
+	}
+	mid := ReadStats()
+	if mid.ChildBuffers > 4*4 {
+		t.Errorf("%d child buffers held after %d dispatches, want at most %d", mid.ChildBuffers, n, 4*4)
+	}
+	if lost := mid.ChildrenLost - before.ChildrenLost; lost != 0 {
+		t.Errorf("%d goroutines not recorded", lost)
+	}
+	Run("later", func() {
+		done := make(chan struct{})
+		go func() {
+			Enter(13)
+			Exit(13)
+			close(done)
+		}()
+		<-done
+	})
+	if lost := ReadStats().ChildrenLost - mid.ChildrenLost; lost != 0 {
+		t.Errorf("the later dispatch lost %d goroutines", lost)
+	}
+	res := o.res["later"]
+	if gs := goroutines(res); len(gs) != 1 || childItem(res.Items, gs[0], 13) < 0 {
+		t.Errorf("the later dispatch's goroutine is not in its tree:\n%s", res.Stack)
 	}
 }

@@ -873,6 +873,7 @@ func matrixSpawn(gp, newg *g, fn uintptr) {
 	matrixPut(r, uint64(fn))
 	matrixPut(r, uint64(seq))
 	matrixExtEnd(r, now)
+	(*matrixKid)(unsafe.Pointer(c)).g.set(newg)
 	newg.matrixBeat = unsafe.Pointer(c)
 	newg.matrixState, newg.matrixSys = matrixStNone, 0
 }
@@ -902,9 +903,49 @@ func matrixKidGet() *matrixRing {
 			return nil
 		}
 		buf := make([]uint64, size)
-		c = &matrixRing{buf: unsafe.Pointer(&buf[0]), mask: size - 1}
+		k := &matrixKid{ring: matrixRing{buf: unsafe.Pointer(&buf[0]), mask: size - 1}}
+		c = &k.ring
 	}
 	return c
+}
+
+// matrixKid is a child ring and the goroutine that records into it, so
+// that the ring can be taken back from a goroutine parked when its
+// dispatch ends (matrixKidTake). Every child ring is one (matrixKidGet).
+type matrixKid struct {
+	ring matrixRing // first: a *matrixRing of a child ring is a *matrixKid
+	g    guintptr   // gs are never freed
+}
+
+// matrixKidTake takes child ring c back from its goroutine if that
+// goroutine is parked: it stops recording (what it would record after its
+// dispatch's end goes nowhere), and its hold on the ring is dropped, so
+// that a goroutine parked for good does not keep a ring for the life of
+// the process. A goroutine that runs keeps its ring until it first blocks
+// or exits (matrixPark, matrixGoexit). The goroutine's status is held with
+// the scan bit meanwhile, as the garbage collector holds it to scan a
+// stack, so that it can neither wake nor exit; if that bit is taken, the
+// ring is left to the goroutine.
+func matrixKidTake(c *matrixRing) {
+	gp := (*matrixKid)(unsafe.Pointer(c)).g.ptr()
+	if gp == nil || gp == getg().m.curg {
+		return
+	}
+	taken := false
+	systemstack(func() {
+		if readgstatus(gp) != _Gwaiting || !castogscanstatus(gp, _Gwaiting, _Gscanwaiting) {
+			return
+		}
+		if gp.matrixBeat == unsafe.Pointer(c) && atomic.Load(&c.state) == matrixRingRunning {
+			gp.matrixBeat = nil
+			gp.matrixState, gp.matrixSys = matrixStNone, 0
+			taken = true
+		}
+		casfrom_Gscanstatus(gp, _Gscanwaiting, _Gwaiting)
+	})
+	if taken {
+		matrixKidDone(c)
+	}
 }
 
 // matrixKidDone is called when the goroutine of child ring c stops
@@ -922,7 +963,8 @@ func matrixKidsLive() uint32 { return atomic.Load(&matrixKidLive) }
 
 // matrixKidsDetach takes the list of child rings off the ring of a
 // dispatch that has ended, for beat to release them: a goroutine that
-// starts inside the dispatch afterwards gets none.
+// starts inside the dispatch afterwards gets none, and the rings of its
+// goroutines that are parked are taken back from them (matrixKidTake).
 //
 //go:linkname matrixKidsDetach
 func matrixKidsDetach(p unsafe.Pointer) unsafe.Pointer {
@@ -931,6 +973,11 @@ func matrixKidsDetach(p unsafe.Pointer) unsafe.Pointer {
 	l := r.list
 	atomicstorep(unsafe.Pointer(&r.list), nil)
 	unlock(&matrixKidLock)
+	for c := (*matrixRing)(l); c != nil; c = (*matrixRing)(c.list) {
+		if atomic.Load(&c.state) == matrixRingRunning {
+			matrixKidTake(c)
+		}
+	}
 	return l
 }
 
