@@ -51,9 +51,16 @@ var stdHooks = map[string][]stdHook{
 			return "if __matrix_on.v != 0 { defer func() { if patStr != \"\" { __matrix_scene(patStr) } }() }; "
 		}},
 	},
+	// Each test and benchmark; not the runners that run them all (the
+	// top-level T of runTests, the "Main" B of runBenchmarks), which have
+	// no parent and only wait for them.
 	"testing": {
-		{name: "tRunner", stmt: func(p []string) string { return beginEnd(kindTest, p[0]+".name") }},
-		{recv: "B", name: "runN", stmt: func(p []string) string { return beginEnd(kindBenchmark, p[0]+".name") }},
+		{name: "tRunner", stmt: func(p []string) string {
+			return "if " + p[0] + ".parent != nil { " + beginEnd(kindTest, p[0]+".name") + "}; "
+		}},
+		{recv: "B", name: "runN", stmt: func(p []string) string {
+			return "if " + p[0] + ".parent != nil { " + beginEnd(kindBenchmark, p[0]+".name") + "}; "
+		}},
 	},
 }
 
