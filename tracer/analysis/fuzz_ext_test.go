@@ -36,6 +36,10 @@ func extRecords(data []byte) []Record {
 			out = append(out, ExtStart(ExtSyscall, 0, now)...)
 		case op == 12:
 			out = append(out, ExtStart(ExtRunnable, 0, now)...)
+		case op == 14 && b1&0x40 != 0:
+			// A recovery by the function with id b1%5 (0: none).
+			out = append(out, ExtStart(ExtRecover, 0, now, uint64(b1%5), 7)...)
+			out = append(out, ExtEnd(now))
 		case op == 13 || op == 14:
 			out = append(out, ExtEnd(now))
 		case b1&1 == 1:
@@ -87,6 +91,7 @@ func FuzzAnalyzeExt(f *testing.F) {
 	f.Add([]byte{8, 0, 0, 1, 1, 1, 10, 0xc1, 11, 2, 14, 3, 5, 1, 4, 1, 9, 0, 3})
 	f.Add([]byte{8, 0, 10, 0xff, 10, 0x80, 13, 5, 15, 200, 9, 1})
 	f.Add([]byte{8, 0, 0, 1, 15, 3, 1, 1, 10, 0x42, 13, 7, 5, 2, 13, 4, 4, 1, 15, 5, 13, 0, 9, 0})
+	f.Add([]byte{8, 0, 0, 1, 1, 1, 2, 1, 14, 0x41, 10, 0x42, 13, 7, 4, 1, 9, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs := extRecords(data)
 		for _, mode := range []Mode{Strict, NonStrict} {
@@ -103,6 +108,14 @@ func FuzzAnalyzeExt(f *testing.F) {
 			res := Analyze(rs, mode, 50, 10)
 			checkResult(t, "ext", items, res)
 			checkNesting(t, "trimmed", res.Items, res.Exts)
+			// With the functions named, recoveries close unwound calls.
+			rf := AnalyzeFuncs(rs, mode, 50, 10, func(pc uint64) uint32 { return uint32(pc % 5) })
+			checkNesting(t, "recovered", rf.Items, rf.Exts)
+			for i, it := range rf.Items {
+				if it.Cost < 0 || (i > 0 && it.Depth > rf.Items[i-1].Depth+1) {
+					t.Fatalf("recovered: item %d %v in %v", i, it, rf.Items)
+				}
+			}
 			if res.KeyIndex >= len(res.Items) || (res.KeyIndex < 0) != (len(res.Items) == 0) {
 				t.Fatalf("key index %d of %d items", res.KeyIndex, len(res.Items))
 			}
