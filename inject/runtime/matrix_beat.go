@@ -913,8 +913,9 @@ func matrixKidGet() *matrixRing {
 // that the ring can be taken back from a goroutine parked when its
 // dispatch ends (matrixKidTake). Every child ring is one (matrixKidGet).
 type matrixKid struct {
-	ring matrixRing // first: a *matrixRing of a child ring is a *matrixKid
-	g    guintptr   // gs are never freed
+	ring  matrixRing // first: a *matrixRing of a child ring is a *matrixKid
+	g     guintptr   // gs are never freed
+	taken bool       // by matrixKidTake: never reused
 }
 
 // matrixKidTake takes child ring c back from its goroutine if that
@@ -926,6 +927,12 @@ type matrixKid struct {
 // the scan bit meanwhile, as the garbage collector holds it to scan a
 // stack, so that it can neither wake nor exit; if that bit is taken, the
 // ring is left to the goroutine.
+//
+// A ring taken back is not reused: a thread readying the goroutine may
+// have read its slot before it was cleared, and be about to write the
+// start of the goroutine's runnable interval (matrixStatus runs before
+// casgstatus's exchange). It is left to the garbage collector, which
+// frees it once no such thread holds it.
 func matrixKidTake(c *matrixRing) {
 	gp := (*matrixKid)(unsafe.Pointer(c)).g.ptr()
 	if gp == nil || gp == getg().m.curg {
@@ -939,6 +946,7 @@ func matrixKidTake(c *matrixRing) {
 		if gp.matrixBeat == unsafe.Pointer(c) && atomic.Load(&c.state) == matrixRingRunning {
 			gp.matrixBeat = nil
 			gp.matrixState, gp.matrixSys = matrixStNone, 0
+			(*matrixKid)(unsafe.Pointer(c)).taken = true
 			taken = true
 		}
 		casfrom_Gscanstatus(gp, _Gscanwaiting, _Gwaiting)
@@ -989,6 +997,10 @@ func matrixKidsDetach(p unsafe.Pointer) unsafe.Pointer {
 func matrixKidRelease(p unsafe.Pointer) {
 	c := (*matrixRing)(p)
 	if atomic.Xaddint32(&c.refs, -1) != 0 {
+		return
+	}
+	if (*matrixKid)(p).taken {
+		atomic.Xadd(&matrixKidLive, -1) // left to the garbage collector
 		return
 	}
 	lock(&matrixKidLock)
