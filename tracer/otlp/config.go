@@ -327,6 +327,21 @@ func ParseResourceAttributes(s string) ([]KeyValue, error) {
 		return nil, fmt.Errorf("longer than %d bytes", maxResourceAttributeSize)
 	}
 	var out []KeyValue
+	err := parsePairs(s, func(key, val string) error {
+		if key == "" {
+			return errors.New("empty key")
+		}
+		out = append(out, KeyValue{Key: key, Value: String(val)})
+		return nil
+	})
+	return out, err
+}
+
+// parsePairs parses the comma-separated key=value pairs of an OTEL_*
+// variable, with surrounding spaces trimmed and keys and values URL-decoded
+// (percent-encoding), and calls add with each. Every pair that cannot be
+// parsed, or that add refuses, is an error naming it; the others are added.
+func parsePairs(s string, add func(key, val string) error) error {
 	var errs []error
 	for _, pair := range strings.Split(s, ",") {
 		if strings.TrimSpace(pair) == "" {
@@ -339,17 +354,15 @@ func ParseResourceAttributes(s string) ([]KeyValue, error) {
 		}
 		key, err1 := url.PathUnescape(strings.TrimSpace(k))
 		val, err2 := url.PathUnescape(strings.TrimSpace(v))
-		if err := errors.Join(err1, err2); err != nil {
+		err := errors.Join(err1, err2)
+		if err == nil {
+			err = add(key, val)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%q: %w", pair, err))
-			continue
 		}
-		if key == "" {
-			errs = append(errs, fmt.Errorf("%q: empty key", pair))
-			continue
-		}
-		out = append(out, KeyValue{Key: key, Value: String(val)})
 	}
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // TracesURL returns the traces URL of a base OTLP/HTTP endpoint: the
@@ -392,31 +405,15 @@ func checkURL(s string) error {
 // URL-decoded (percent-encoding).
 func ParseHeaders(s string) (map[string]string, error) {
 	h := map[string]string{}
-	var errs []error
-	for _, pair := range strings.Split(s, ",") {
-		if strings.TrimSpace(pair) == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(pair, "=")
-		if !ok {
-			errs = append(errs, fmt.Errorf("%q: want key=value", pair))
-			continue
-		}
-		key, err1 := url.PathUnescape(strings.TrimSpace(k))
-		val, err2 := url.PathUnescape(strings.TrimSpace(v))
-		if err := errors.Join(err1, err2); err != nil {
-			errs = append(errs, fmt.Errorf("%q: %w", pair, err))
-			continue
-		}
+	err := parsePairs(s, func(key, val string) error {
 		if key == "" || strings.ContainsAny(key, " \t\r\n:") {
-			errs = append(errs, fmt.Errorf("%q: bad header name", pair))
-			continue
+			return errors.New("bad header name")
 		}
 		if strings.ContainsAny(val, "\r\n") {
-			errs = append(errs, fmt.Errorf("%q: header value has a line break", pair))
-			continue
+			return errors.New("header value has a line break")
 		}
 		h[key] = val
-	}
-	return h, errors.Join(errs...)
+		return nil
+	})
+	return h, err
 }
