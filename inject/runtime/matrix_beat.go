@@ -48,6 +48,38 @@ var matrixClk struct {
 	_   [56]byte
 }
 
+// matrixNow reads the system clock into the recorder's and returns it. The
+// boundaries that matter (a wait's start and end, a system call's, a
+// goroutine's start and end, a recovery, and beat's dispatch bounds) are
+// stamped with it, so that they are exact even when the clock thread is
+// starved of CPU: a 100 ms sleep reads 100 ms on an overloaded machine.
+// Calls are stamped with matrixClk.now as it is, which such a boundary
+// or the clock thread last set: a call's time can fall short by as long as
+// the clock thread was kept from running while the goroutine ran without
+// blocking, never by a wait, and never below its callees' (the clock
+// only moves forward).
+//
+//go:nosplit
+func matrixNow() uint64 {
+	return matrixClockRaise(uint64(nanotime()-matrixEpoch) / 1e6)
+}
+
+// matrixClockRaise moves the recorder's clock forward to ms, never back
+// (several threads set it), and returns the clock.
+//
+//go:nosplit
+func matrixClockRaise(ms uint64) uint64 {
+	for {
+		old := atomic.Load64(&matrixClk.now)
+		if ms <= old {
+			return old
+		}
+		if atomic.Cas64(&matrixClk.now, old, ms) {
+			return ms
+		}
+	}
+}
+
 // matrixDebugBuild is set to true when matrixexec builds the debugging
 // variant of the runtime (MATRIX_DEBUG_HOOKS=1 at build time). Otherwise the
 // hooks carry no trace of it: a print call would cost them their leaf
@@ -183,7 +215,7 @@ func matrixClockSet(user uint32, on bool) {
 	lock(&matrixClockLock)
 	if on {
 		matrixClockUsers |= user
-		matrixClk.now = uint64(nanotime()-matrixEpoch) / 1e6
+		matrixNow()
 	} else {
 		matrixClockUsers &^= user
 	}
@@ -220,7 +252,7 @@ func matrixClockThread() {
 			continue
 		}
 		unlock(&matrixClockLock)
-		matrixClk.now = uint64(nanotime()-matrixEpoch) / 1e6
+		matrixNow()
 		usleep(500)
 	}
 }
@@ -233,7 +265,7 @@ func matrixMainEntered() {
 		return
 	}
 	matrixMainNano = nanotime()
-	matrixClk.now = uint64(matrixMainNano-matrixEpoch) / 1e6
+	matrixClockRaise(uint64(matrixMainNano-matrixEpoch) / 1e6)
 	if matrixStartupOn {
 		matrixClockSet(1, false)
 	}
@@ -362,7 +394,7 @@ func matrixSetClock(on bool) { matrixClockSet(2, on) }
 // matrixSetNow refreshes the clock (beat does at dispatch bounds).
 //
 //go:linkname matrixSetNow
-func matrixSetNow(ms uint64) { matrixClk.now = ms }
+func matrixSetNow(ms uint64) { matrixClockRaise(ms) }
 
 //go:linkname matrixGetNow
 func matrixGetNow() uint64 { return matrixClk.now }
@@ -496,10 +528,7 @@ func matrixRecovered(gp *g) {
 			k++
 		}
 	}
-	now := uint64(nanotime()-matrixEpoch) / 1e6
-	if now > matrixClk.now {
-		matrixClk.now = now
-	}
+	now := matrixNow()
 	matrixExtStart(r, now, matrixExtRecover, 0, k)
 	for _, pc := range pcs[:k] {
 		matrixPut(r, uint64(pc))
@@ -698,7 +727,7 @@ func matrixPark(reason waitReason) {
 		i++
 	}
 	k := min(n-i, matrixExtMaxPCs)
-	matrixExtStart(r, matrixClk.now, matrixExtWait, uint8(reason), k)
+	matrixExtStart(r, matrixNow(), matrixExtWait, uint8(reason), k)
 	for _, pc := range pcs[i : i+k] {
 		matrixPut(r, uint64(pc))
 	}
@@ -717,7 +746,7 @@ func matrixStatus(gp *g, oldval, newval uint32) {
 	if r == matrixStartup {
 		return
 	}
-	now := matrixClk.now
+	now := matrixNow()
 	switch newval {
 	case _Gwaiting:
 		if oldval == _Grunning && gp.matrixState == matrixStNone {
@@ -748,7 +777,7 @@ func matrixStatus(gp *g, oldval, newval uint32) {
 //go:nosplit
 func matrixSyscallEnter() {
 	gp := getg()
-	gp.matrixSys = matrixClk.now + 1
+	gp.matrixSys = matrixNow() + 1
 }
 
 // matrixSyscallExit records the system call that ends if it took at least
@@ -765,7 +794,7 @@ func matrixSyscallExit() {
 		return
 	}
 	t--
-	if now := matrixClk.now; now > t {
+	if now := matrixNow(); now > t {
 		matrixExtStart(r, t, matrixExtSyscall, 0, 0)
 		matrixExtEnd(r, now)
 	}
@@ -851,7 +880,7 @@ func matrixSpawn(gp, newg *g, fn uintptr) {
 		atomic.Xadd(&root.lost, 1)
 		return
 	}
-	now := matrixClk.now
+	now := matrixNow()
 	c.n, c.outer, c.frame, c.state = 0, nil, 0, matrixRingRunning
 	c.root, c.seq, c.begin, c.refs = unsafe.Pointer(root), seq, now, 2
 	atomic.Store64(&c.end, 0)
@@ -959,7 +988,7 @@ func matrixKidTake(c *matrixRing) {
 // matrixKidDone is called when the goroutine of child ring c stops
 // recording into it: it notes when, and lets the ring go.
 func matrixKidDone(c *matrixRing) {
-	atomic.Store64(&c.end, max(matrixClk.now, c.begin))
+	atomic.Store64(&c.end, max(matrixNow(), c.begin))
 	atomic.Store(&c.state, matrixRingEnded)
 	matrixKidRelease(unsafe.Pointer(c))
 }

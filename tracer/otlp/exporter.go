@@ -422,8 +422,14 @@ func (e *Exporter) hint(err error) string {
 	if e.cfg.Protocol == ProtocolGRPC {
 		return " (is this an OTLP/HTTP port, usually 4318? OTLP/gRPC is usually on 4317; or set " + EnvProtocol + "=http/protobuf)"
 	}
-	if strings.Contains(err.Error(), "malformed HTTP response") {
-		return " (the endpoint does not answer HTTP/1: is this the OTLP/gRPC port, usually 4317? Use the OTLP/HTTP port, usually 4318, or set " + EnvProtocol + "=grpc)"
+	// An HTTP/2-only server (a gRPC port) answers an HTTP/1 request with
+	// its settings frame, which net/http's client reports as a malformed
+	// response, or, when the frame arrives before the request is written,
+	// as a response on an idle connection that it then closes.
+	for _, s := range []string{"malformed HTTP response", "readLoopPeekFailLocked", "server closed idle connection"} {
+		if strings.Contains(err.Error(), s) {
+			return " (the endpoint does not answer HTTP/1: is this the OTLP/gRPC port, usually 4317? Use the OTLP/HTTP port, usually 4318, or set " + EnvProtocol + "=grpc)"
+		}
 	}
 	return ""
 }
