@@ -79,6 +79,27 @@ func TestSpansTestAndCustomNames(t *testing.T) {
 	}
 }
 
+// A gRPC call's dispatch (kind rpc, its full method as scene) is a SERVER
+// span named as the RPC conventions name it, with rpc.system, rpc.service
+// and rpc.method.
+func TestSpansRPCServer(t *testing.T) {
+	r := slowReport()
+	r.Kind, r.Name, r.Scene = "rpc", "grpc", "/shop.Orders/Get"
+	r.Method, r.Host, r.Scheme, r.Status = "", "", "", 0
+	root := otlptest.Span{Span: decode(t, mustSpans(t, r))[0]}
+	if root.Name != "shop.Orders/Get" || root.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("gRPC span %q kind %v, want shop.Orders/Get, SERVER", root.Name, root.Kind)
+	}
+	for k, v := range map[string]string{"rpc.system": "grpc", "rpc.service": "shop.Orders", "rpc.method": "Get", "matrix.scene": "/shop.Orders/Get"} {
+		if got := root.Attr(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	if got := root.Attr("http.route"); got != "" {
+		t.Errorf("gRPC span has http.route %q", got)
+	}
+}
+
 // Times come from the report at the clock's resolution: the dispatch's
 // span is exactly [begin, time]; a node of cost c ms lasts c+1 ms (it ran
 // for less), so none is empty; every node has its cost.

@@ -313,6 +313,8 @@ func Spans(r *Report) ([]Span, error) {
 	switch {
 	case r.Detail == tracer.DetailNormal && r.Kind == "http":
 		httpServer(root, r, scene)
+	case r.Detail == tracer.DetailNormal && r.Kind == "rpc":
+		rpcServer(root, scene)
 	case r.Detail == tracer.DetailNormal && (r.Kind == "test" || r.Kind == "benchmark") && r.Name != "":
 		root.Name = r.Name
 		root.Attributes = append(root.Attributes, str("test.case.name", r.Name))
@@ -416,6 +418,19 @@ func Spans(r *Report) ([]Span, error) {
 		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth})
 	}
 	return spans, nil
+}
+
+// rpcServer makes root the SERVER span of a gRPC call, whose scene is its
+// full method ("/shop.Orders/Get"), as the RPC semantic conventions name
+// it: "shop.Orders/Get", with rpc.system, rpc.service and rpc.method.
+func rpcServer(root *Span, fullMethod string) {
+	root.Kind = SpanKindServer
+	name := strings.TrimPrefix(fullMethod, "/")
+	root.Name = name
+	root.Attributes = append(root.Attributes, str("rpc.system", "grpc"))
+	if service, method, ok := strings.Cut(name, "/"); ok && service != "" && method != "" {
+		root.Attributes = append(root.Attributes, str("rpc.service", service), str("rpc.method", method))
+	}
 }
 
 // httpMethods are the methods the HTTP semantic conventions know; others
