@@ -396,19 +396,27 @@ func compare(base, head *diffSet, o diffOptions) *diffResult {
 	}
 	slices.Sort(res.OnlyBase)
 	slices.Sort(res.OnlyHead)
+	// Every scene in both sets is compared at once: each is judged at
+	// Alpha divided by their number (Bonferroni), and its paths at that
+	// level divided again by theirs, so that the chance of any false
+	// finding in the whole comparison stays under Alpha.
+	so := o
+	if common := len(base.scenes) - len(res.OnlyBase); common > 1 {
+		so.Alpha = o.Alpha / float64(common)
+	}
 	for name, b := range base.scenes {
 		h, ok := head.scenes[name]
 		if !ok {
 			continue
 		}
 		res.Compared++
-		if f, ok := compareScene(name, b, h, o); ok {
+		if f, ok := compareScene(name, b, h, so); ok {
 			res.Findings = append(res.Findings, f)
 			if f.Regression {
 				res.Regressions++
 			}
 		}
-		res.Findings = append(res.Findings, comparePaths(name, b, h, o)...)
+		res.Findings = append(res.Findings, comparePaths(name, b, h, so)...)
 	}
 	slices.SortFunc(res.Findings, func(x, y finding) int {
 		if c := cmp.Compare(findingGroup(&x), findingGroup(&y)); c != 0 {

@@ -287,3 +287,34 @@ func TestDiffDroppedPerProcess(t *testing.T) {
 		t.Errorf("exit %d: %s\n%s", code, errs, out)
 	}
 }
+
+// A scene whose change would pass the test alone is not flagged among
+// several: every scene compared is a chance of a false finding, so each is
+// judged at -alpha over their number (Bonferroni). A slower test scene of a
+// loaded machine (22 → 27 ms, p ≈ 0.04 with five runs a side) flagged two
+// runs of one version before.
+func TestDiffScenesCorrected(t *testing.T) {
+	noisyBase, noisyHead := sample(22, 22, 21, 23, 22), sample(27, 26, 22, 28, 27)
+	if _, p := mannWhitney(noisyBase, noisyHead); !(p > 0.05/4 && p < 0.05) {
+		t.Fatalf("p = %v: the case wants one significant alone and not among four", p)
+	}
+	set := func(noisy hist, scenes ...string) *diffSet {
+		s := &diffSet{scenes: map[string]*sceneAgg{}}
+		for _, name := range scenes {
+			c := sample(40, 41, 42, 40, 41)
+			if name == "TestSearch" {
+				c = noisy
+			}
+			s.scenes[name] = &sceneAgg{costs: c, paths: map[string]*pathAgg{}}
+		}
+		return s
+	}
+	o := diffOptions{Threshold: 0.1, MinMs: 5, Alpha: 0.05}
+	four := []string{"TestSearch", "TestOther", "GET /search", "GET /other"}
+	if res := compare(set(noisyBase, four...), set(noisyHead, four...), o); res.Regressions != 0 || len(res.Findings) != 0 {
+		t.Errorf("among four scenes: %d regressions, findings %+v", res.Regressions, res.Findings)
+	}
+	if res := compare(set(noisyBase, "TestSearch"), set(noisyHead, "TestSearch"), o); res.Regressions != 1 {
+		t.Errorf("alone: %d regressions, want 1", res.Regressions)
+	}
+}
