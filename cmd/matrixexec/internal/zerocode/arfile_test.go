@@ -25,9 +25,13 @@ func TestArMember(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(name, args...)
 		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		// The output is data (an importcfg, a listing): stdout alone,
+		// without what the go command says on stderr (downloads).
+		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+			t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr.String())
 		}
 		return string(out)
 	}
