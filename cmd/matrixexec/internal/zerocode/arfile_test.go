@@ -59,8 +59,9 @@ func TestArMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	run("go", "tool", "link", "-importcfg", importcfg, "-o", filepath.Join(dir, "m"), archive)
-	if out := run(filepath.Join(dir, "m")); out != "hello\n" {
-		t.Errorf("the linked program printed %q", out)
+	// The program prints with println, on stderr.
+	if out, err := exec.Command(filepath.Join(dir, "m")).CombinedOutput(); err != nil || string(out) != "hello\n" {
+		t.Errorf("the linked program printed %q, %v", out, err)
 	}
 	// A member of odd length is padded; the next is found after it.
 	for _, m := range []string{"x.odd", "x.next"} {
