@@ -345,8 +345,27 @@ func hookEnd(d unsafe.Pointer, scene string) {
 // is the last one set; a scene the handler sets itself comes later still.
 func hookScene(d unsafe.Pointer, scene string) {
 	if !isKid(d) {
-		(*Dispatch)(d).SetScene(scene)
+		(*Dispatch)(d).scene.Store(sceneRef(scene))
 	}
+}
+
+// sceneRefs keeps a pointer to each scene string the hooks set lately, by
+// the address of its bytes: routers and the patched standard library hand
+// the same string for every request of a route, and a dispatch then
+// stores a pointer already made.
+var sceneRefs [64]atomic.Pointer[string]
+
+// sceneRef returns a pointer to scene, one made before for a string with
+// the same bytes at the same address if there is one.
+func sceneRef(scene string) *string {
+	a := uintptr(unsafe.Pointer(unsafe.StringData(scene)))
+	slot := &sceneRefs[(a^a>>9^uintptr(len(scene)))%uintptr(len(sceneRefs))]
+	if p := slot.Load(); p != nil && unsafe.StringData(*p) == unsafe.StringData(scene) && len(*p) == len(scene) {
+		return p
+	}
+	p := &scene
+	slot.Store(p)
+	return p
 }
 
 // hookTraceParent records the traceparent header of the request a patched

@@ -298,6 +298,33 @@ func TestNestedBeginInInlinedLiteral(t *testing.T) {
 	}
 }
 
+// TestFrameSameWhenCached: a frame is found by the unwinder the first time
+// its call site begins a dispatch and from the frame pointers and the
+// cache after that (on amd64); both give the same depth, function and
+// logical frames, in a frame of its own and in an inlined function.
+func TestFrameSameWhenCached(t *testing.T) {
+	requireLinked(t)
+	var got [2][2]site
+	for i := range 2 {
+		s := &got[i][0]
+		s.depth, s.entry, s.n = rtFrame(0, s.pcs[:])
+		inlinedFrame(&got[i][1])
+	}
+	for k, what := range []string{"own frame", "inlined function"} {
+		a, b := got[0][k], got[1][k]
+		if a.depth == 0 || a.n < 1+k {
+			t.Errorf("%s: found depth %d and %d logical frames", what, a.depth, a.n)
+		}
+		if a != b {
+			t.Errorf("%s: first %+v, then %+v", what, a, b)
+		}
+	}
+}
+
+// inlinedFrame is inlined into its caller: the frame it finds is its
+// caller's, with two logical frames.
+func inlinedFrame(s *site) { s.depth, s.entry, s.n = rtFrame(0, s.pcs[:]) }
+
 // TestBeginAgainAtTheSameSiteAbandons: a loop whose body begins a
 // dispatch and forgets to end it begins the next one at the same call
 // site in the same frame: the forgotten one is abandoned, not an outer

@@ -1,7 +1,6 @@
 package beat
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +39,8 @@ type Dispatch struct {
 	scene    atomic.Pointer[string]
 	traceCtx atomic.Pointer[string] // the request's W3C traceparent, as received
 	request  atomic.Pointer[Request]
+	req      Request       // the first request set, which request points to
+	reqSet   atomic.Uint32 // 1 once req is taken
 	status   atomic.Int32 // the response's status code, 0 until written
 	goid     uint64
 	id       uint64 // the dispatch's number in the process (ID)
@@ -213,16 +214,20 @@ func (d *Dispatch) End() {
 				in.release()
 			}
 		}
-		// The clock goroutine may lag on a loaded machine: the
-		// dispatch's own bounds are read from the monotonic clock.
-		rtSetNow(max(nowMs(), rtGetNow()))
+	}
+	// The clock goroutine may lag on a loaded machine: the dispatch's own
+	// bounds are read from the monotonic clock.
+	ms := nowMs()
+	if own {
+		rtSetNow(max(ms, rtGetNow()))
 		rtExit(DispatchID)
 		rtSwapRing(d.ring.Outer)
+		ms = max(ms, rtGetNow()) // no earlier than the exit record
 	} else {
 		remoteEnds.Add(1)
 	}
 	d.end = time.Now()
-	d.endMs = max(nowMs(), d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
+	d.endMs = max(ms, d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
 	d.finish(own)
 }
 
@@ -294,7 +299,7 @@ var (
 	// own, whose goroutine may still record into them.
 	detachedMu    sync.Mutex
 	detached      []*Dispatch
-	detachedCheck atomic.Int64 // when reap last looked for them, in UnixNano
+	detachedCheck atomic.Int64 // when reap last looked for them, in runtime nanotime
 
 	// reapedAbandoned is the runtime's count of abandoned rings that reap
 	// has handled.
@@ -323,7 +328,7 @@ func reap() {
 			d.finish(true)
 		}
 	}
-	now := time.Now().UnixNano()
+	now := rtNanotime()
 	if last := detachedCheck.Load(); now-last < int64(100*time.Millisecond) || !detachedCheck.CompareAndSwap(last, now) {
 		return
 	}
@@ -408,13 +413,33 @@ func (d *Dispatch) SetRequest(r Request) {
 	if len(r.Method) > maxMethodLen {
 		r.Method = "_OTHER"
 	}
-	if len(r.Host) > maxHostLen || strings.ContainsFunc(r.Host, func(c rune) bool {
-		return c <= ' ' || c >= 0x7f || strings.ContainsRune(`"<>\^`+"`"+`{|}`, c)
-	}) {
+	if len(r.Host) > maxHostLen || !validHost(r.Host) {
 		r.Host = ""
+	}
+	if d.reqSet.CompareAndSwap(0, 1) {
+		// The first request is kept in the dispatch itself (a server
+		// sets one per dispatch): written before it is published.
+		d.req = r
+		d.request.Store(&d.req)
+		return
 	}
 	d.request.Store(&r)
 }
+
+// validHost reports whether host has only bytes a host (a DNS name or an
+// IP address, with a port) may have: none of the controls, spaces,
+// non-ASCII bytes and "<>\^`{|} that a client could send.
+func validHost(host string) bool {
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c <= ' ' || c >= 0x7f || hostDenied[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// hostDenied are the printable ASCII bytes validHost rejects.
+var hostDenied = [128]bool{'"': true, '<': true, '>': true, '\\': true, '^': true, '`': true, '{': true, '|': true, '}': true}
 
 // Request returns the request set by SetRequest, and whether there is
 // one. It may be called from any goroutine while the dispatch runs.

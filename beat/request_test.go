@@ -42,3 +42,22 @@ func TestDispatchRequestAndStatus(t *testing.T) {
 		t.Error("a nil dispatch has a request or status")
 	}
 }
+
+// validHost rejects exactly the hosts with a control, a space, a byte
+// outside ASCII, or one of "<>\^`{|}.
+func TestValidHost(t *testing.T) {
+	bad := func(h string) bool {
+		return strings.ContainsFunc(h, func(c rune) bool {
+			return c <= ' ' || c >= 0x7f || strings.ContainsRune(`"<>\^`+"`"+`{|}`, c)
+		})
+	}
+	hosts := []string{"", "shop:8080", "[::1]:8080", "xn--bcher-kva.example", "caf\u00e9.example", "\xff", "a\x7fb"}
+	for c := 0; c < 256; c++ {
+		hosts = append(hosts, "h"+string([]byte{byte(c)})+":80")
+	}
+	for _, h := range hosts {
+		if got, want := validHost(h), !bad(h); got != want {
+			t.Errorf("validHost(%q) = %v, want %v", h, got, want)
+		}
+	}
+}

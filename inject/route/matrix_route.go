@@ -20,6 +20,9 @@ func __matrix_rt_current() __matrix_rt_unsafe.Pointer
 //go:linkname __matrix_rt_scene runtime.matrixDispatchScene
 func __matrix_rt_scene(scene string)
 
+//go:linkname __matrix_rt_route_scene runtime.matrixDispatchRoute
+func __matrix_rt_route_scene(method, route string)
+
 //go:linkname __matrix_rt_begin runtime.matrixDispatchBegin
 func __matrix_rt_begin(kind int, name string) __matrix_rt_unsafe.Pointer
 
@@ -36,6 +39,10 @@ func __matrix_rt_active() bool { return __matrix_rt_current() != nil }
 // unbounded and may be private.
 func __matrix_rt_route(method, route string) {
 	if __matrix_rt_current() == nil {
+		return
+	}
+	if route != "" {
+		__matrix_rt_route_scene(method, route)
 		return
 	}
 	__matrix_rt_scene(__matrix_rt_name(method, route))

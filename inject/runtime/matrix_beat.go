@@ -454,6 +454,39 @@ func matrixDispatchScene(scene string) {
 	}
 }
 
+// matrixDispatchRoute names the scene of the current goroutine's dispatch
+// after a route a router matched: "<method> <route>". A router hands the
+// same template (the same string) on every request of a route, so the
+// name is made once per route and kept (matrixRouteNames), and naming the
+// scene allocates nothing.
+//
+//go:linkname matrixDispatchRoute
+func matrixDispatchRoute(method, route string) {
+	d := getg().matrixBeat
+	h := matrixSceneHook
+	if d == nil || h == nil {
+		return
+	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(route)))
+	i := (p ^ p>>9 ^ uintptr(len(route)) ^ uintptr(len(method))<<3) % uintptr(len(matrixRouteNames))
+	if e := (*matrixRouteName)(atomic.Loadp(unsafe.Pointer(&matrixRouteNames[i]))); e != nil && e.route == route && e.method == method {
+		h(d, e.scene)
+		return
+	}
+	e := &matrixRouteName{method: method, route: route, scene: concatstring3(nil, method, " ", route)}
+	atomicstorep(unsafe.Pointer(&matrixRouteNames[i]), unsafe.Pointer(e))
+	h(d, e.scene)
+}
+
+// matrixRouteName is the scene of the requests of method that matched
+// route.
+type matrixRouteName struct{ method, route, scene string }
+
+// matrixRouteNames holds the scenes matrixDispatchRoute made, by the
+// route's string (*matrixRouteName, never changed once stored; a slot is
+// overwritten by the next route that maps to it).
+var matrixRouteNames [256]unsafe.Pointer
+
 // matrixDeferNone is deferreturn's fast path (see rewrite.PatchRuntime):
 // it reports whether the frame at sp has nothing left to run. That is so
 // unless a recovery left open-coded defers to resume (gp.param) or the
@@ -549,11 +582,65 @@ func matrixRecovered(gp *g) {
 // to tell a Begin nested in an inlined function literal from a second
 // Begin after a forgotten End.
 //
+// Every HTTP request begins a dispatch, so on amd64 the frame is found
+// by following the frame pointers (a load per frame) and its function and
+// logical frames, which depend on the call PC alone, come from a cache
+// filled by the unwinder: a PC is cached only when the unwinder found the
+// same frame, at the same depth, as the frame pointers.
+//
 //go:linkname matrixFrame
 //go:noinline
 func matrixFrame(skip int, pcs []uintptr) (depth, entry uintptr, n int) {
 	gp := getg()
-	pc, sp := sys.GetCallerPC(), sys.GetCallerSP()
+	var fpPC, fpDepth uintptr
+	if goarch.IsAmd64 != 0 && len(pcs) == len(matrixFrameSite{}.pcs) && skip >= 0 {
+		// rec is the frame record (saved frame pointer, then return
+		// address) of the callee of the frame skip frames above our
+		// caller; that frame's stack pointer is just above it.
+		rec := getfp()
+		for i := 0; i < skip && rec != 0; i++ {
+			if rec < gp.stack.lo || rec+2*goarch.PtrSize > gp.stack.hi {
+				rec = 0
+				break
+			}
+			rec = *(*uintptr)(unsafe.Pointer(rec))
+		}
+		if rec >= gp.stack.lo && rec+2*goarch.PtrSize <= gp.stack.hi {
+			fpPC = *(*uintptr)(unsafe.Pointer(rec + goarch.PtrSize))
+			fpDepth = gp.stack.hi - (rec + 2*goarch.PtrSize)
+			i := (fpPC ^ fpPC>>10) % uintptr(len(matrixFrameCache))
+			if s := (*matrixFrameSite)(atomic.Loadp(unsafe.Pointer(&matrixFrameCache[i]))); s != nil && s.pc == fpPC {
+				copy(pcs, s.pcs[:])
+				return fpDepth, s.entry, s.n
+			}
+		}
+	}
+	var framePC uintptr
+	depth, entry, n, framePC = matrixFrameSlow(skip, pcs, gp, sys.GetCallerPC(), sys.GetCallerSP())
+	if fpPC != 0 && fpPC == framePC && fpDepth == depth && depth != 0 {
+		s := &matrixFrameSite{pc: fpPC, entry: entry, n: n}
+		copy(s.pcs[:], pcs)
+		i := (fpPC ^ fpPC>>10) % uintptr(len(matrixFrameCache))
+		atomicstorep(unsafe.Pointer(&matrixFrameCache[i]), unsafe.Pointer(s))
+	}
+	return depth, entry, n
+}
+
+// matrixFrameSite is what matrixFrame found for one call PC.
+type matrixFrameSite struct {
+	pc, entry uintptr
+	n         int
+	pcs       [8]uintptr // beat's site.pcs
+}
+
+// matrixFrameCache holds the sites matrixFrame found, by call PC
+// (*matrixFrameSite, never changed once stored; a slot is overwritten by
+// the next PC that maps to it).
+var matrixFrameCache [128]unsafe.Pointer
+
+// matrixFrameSlow is matrixFrame with the unwinder, from the frame at pc
+// and sp; it also returns the frame's PC.
+func matrixFrameSlow(skip int, pcs []uintptr, gp *g, pc, sp uintptr) (depth, entry uintptr, n int, framePC uintptr) {
 	// A goroutine's own stack is walked from the system stack (as
 	// runtime.Callers does), where it cannot move under the walk.
 	systemstack(func() {
@@ -566,6 +653,7 @@ func matrixFrame(skip int, pcs []uintptr) (depth, entry uintptr, n int) {
 			return
 		}
 		depth = gp.stack.hi - u.frame.sp
+		framePC = u.frame.pc
 		f := u.frame.fn
 		entry = f.entry()
 		for iu, uf := newInlineUnwinder(f, u.symPC()); uf.valid(); uf = iu.next(uf) {
@@ -577,7 +665,7 @@ func matrixFrame(skip int, pcs []uintptr) (depth, entry uintptr, n int) {
 			n++
 		}
 	})
-	return depth, entry, n
+	return depth, entry, n, framePC
 }
 
 //go:linkname matrixAbandoned
