@@ -363,7 +363,8 @@ func sceneRef(scene string) *string {
 	if p := slot.Load(); p != nil && unsafe.StringData(*p) == unsafe.StringData(scene) && len(*p) == len(scene) {
 		return p
 	}
-	p := &scene
+	p := new(string) // not &scene: that moves scene to the heap on every call
+	*p = scene
 	slot.Store(p)
 	return p
 }

@@ -359,7 +359,11 @@ func (d *Dispatch) Abandoned() bool {
 // screen, a job type).
 func (d *Dispatch) SetScene(scene string) {
 	if d != nil {
-		d.scene.Store(&scene)
+		// Not &scene: that would move scene to the heap on every call,
+		// even with d nil, or from hookEnd with no scene to set.
+		p := new(string)
+		*p = scene
+		d.scene.Store(p)
 	}
 }
 
@@ -380,7 +384,9 @@ func (d *Dispatch) Scene() string {
 // received and validated when a report is built. An empty tp does nothing.
 func (d *Dispatch) SetTraceParent(tp string) {
 	if d != nil && tp != "" {
-		d.traceCtx.Store(&tp)
+		p := new(string)
+		*p = tp
+		d.traceCtx.Store(p)
 	}
 }
 
@@ -423,7 +429,9 @@ func (d *Dispatch) SetRequest(r Request) {
 		d.request.Store(&d.req)
 		return
 	}
-	d.request.Store(&r)
+	p := new(Request) // not &r, which would move r to the heap on every call
+	*p = r
+	d.request.Store(p)
 }
 
 // validHost reports whether host has only bytes a host (a DNS name or an

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -143,33 +144,42 @@ type sceneCosts struct {
 type sceneTable struct {
 	cfg    SceneConfig
 	floor  time.Duration
-	mu     sync.RWMutex
-	scenes map[string]*sceneCosts
+	mu     sync.Mutex // serialises additions to scenes
+	scenes atomic.Pointer[map[string]*sceneCosts]
 	other  sceneCosts // scenes past MaxScenes
 }
 
 func newSceneTable(floor time.Duration, cfg SceneConfig) *sceneTable {
-	return &sceneTable{cfg: cfg.withDefaults(), floor: floor, scenes: map[string]*sceneCosts{}}
+	t := &sceneTable{cfg: cfg.withDefaults(), floor: floor}
+	t.scenes.Store(&map[string]*sceneCosts{})
+	return t
 }
 
 // stats returns the estimate of scene, creating it if there is room.
+//
+// Every dispatch looks its scene up, on every core: the map is read
+// without a lock (no shared counter to write), and replaced by a copy with
+// the new scene when one is added, which happens at most MaxScenes times.
 func (t *sceneTable) stats(scene string) *sceneCosts {
-	t.mu.RLock()
-	s, ok := t.scenes[scene]
-	t.mu.RUnlock()
-	if ok {
+	if s, ok := (*t.scenes.Load())[scene]; ok {
 		return s
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s, ok := t.scenes[scene]; ok {
+	old := *t.scenes.Load()
+	if s, ok := old[scene]; ok {
 		return s
 	}
-	if len(t.scenes) >= t.cfg.MaxScenes {
+	if len(old) >= t.cfg.MaxScenes {
 		return &t.other
 	}
-	s = &sceneCosts{}
-	t.scenes[scene] = s
+	s := &sceneCosts{}
+	m := make(map[string]*sceneCosts, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[scene] = s
+	t.scenes.Store(&m)
 	return s
 }
 

@@ -110,8 +110,8 @@ func TestScenesBounded(t *testing.T) {
 	for i := range 100 {
 		st.observe("scene "+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Millisecond, false, now)
 	}
-	if len(st.scenes) != 4 {
-		t.Fatalf("%d scenes with estimates of their own, want 4", len(st.scenes))
+	if len(*st.scenes.Load()) != 4 {
+		t.Fatalf("%d scenes with estimates of their own, want 4", len(*st.scenes.Load()))
 	}
 	if st.other.nCur+st.other.nOld != 96 {
 		t.Fatalf("the shared estimate has %d dispatches, want 96", st.other.nCur+st.other.nOld)
