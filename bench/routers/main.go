@@ -1,0 +1,60 @@
+// Command routerbench serves GET /fast and a route with a parameter on
+// one of chi, gin, echo or a Go 1.22 ServeMux.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-chi/chi/v5"
+	"github.com/labstack/echo/v4"
+)
+
+func main() {
+	router := flag.String("router", "chi", "chi, gin, echo or mux")
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	var h http.Handler
+	switch *router {
+	case "chi":
+		r := chi.NewRouter()
+		r.Get("/fast", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+		r.Get("/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "order %s\n", chi.URLParam(r, "id"))
+		})
+		h = r
+	case "mux":
+		m := http.NewServeMux()
+		m.HandleFunc("GET /fast", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+		m.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "order %s\n", r.PathValue("id"))
+		})
+		h = m
+	case "gin":
+		gin.SetMode(gin.ReleaseMode)
+		g := gin.New()
+		g.GET("/fast", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
+		g.GET("/orders/:id", func(c *gin.Context) { c.String(http.StatusOK, "order %s\n", c.Param("id")) })
+		h = g
+	case "echo":
+		e := echo.New()
+		e.HideBanner = true
+		e.GET("/fast", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+		e.GET("/orders/:id", func(c echo.Context) error { return c.String(http.StatusOK, "order "+c.Param("id")+"\n") })
+		h = e
+	default:
+		fmt.Fprintln(os.Stderr, "unknown router", *router)
+		os.Exit(2)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("listening on %s\n", ln.Addr())
+	http.Serve(ln, h)
+}
