@@ -61,6 +61,14 @@ func (d *Dispatch) countKids() {
 // releaseKids lets the dispatch's child rings go: their records are no
 // longer read. The dispatch has ended.
 func (d *Dispatch) releaseKids() {
+	// A dispatch that started no goroutine has none to release, and never
+	// will: it has ended (or was abandoned) before its release, and a
+	// goroutine started inside it counts itself in Kids before it looks
+	// whether the dispatch still runs. Most dispatches skip the runtime's
+	// lock of child rings so.
+	if atomic.LoadUint32(&d.ring.Kids) == 0 {
+		return
+	}
 	for p := rtKidsDetach(unsafe.Pointer(d)); p != nil; {
 		c := (*abi.Ring)(p)
 		p = c.List // before the release: the runtime may reuse c at once
