@@ -299,7 +299,7 @@ var (
 	// own, whose goroutine may still record into them.
 	detachedMu    sync.Mutex
 	detached      []*Dispatch
-	detachedCheck atomic.Int64 // when reap last looked for them, in runtime nanotime
+	detachedCheck atomic.Int64 // when reap last looked for them, in record time (ms)
 
 	// reapedAbandoned is the runtime's count of abandoned rings that reap
 	// has handled.
@@ -328,8 +328,8 @@ func reap() {
 			d.finish(true)
 		}
 	}
-	now := rtNanotime()
-	if last := detachedCheck.Load(); now-last < int64(100*time.Millisecond) || !detachedCheck.CompareAndSwap(last, now) {
+	now := int64(rtGetNow()) // the recorder's clock, in ms: no clock read
+	if last := detachedCheck.Load(); last != 0 && now-last < 100 || !detachedCheck.CompareAndSwap(last, now) {
 		return
 	}
 	detachedMu.Lock()

@@ -8,7 +8,8 @@
 #      github.com/rs/zerolog): plain, a no-hook control built by matrixexec,
 #      instrumented but not recording, with -inline-budget 200, and recording;
 #   3. an HTTP service under wrk load on 127.0.0.1, plain vs instrumented with
-#      every request a recorded dispatch;
+#      every request a recorded dispatch, and routers' GET /fast the same way
+#      (bench/routers.sh);
 #   4. build time of google.golang.org/protobuf (./..., 147 packages): first,
 #      warm, one-file edit (a line at the end of a file; a body in its
 #      middle) and cold builds, plain vs instrumented, and the wrapper's peak
@@ -338,6 +339,9 @@ if measure 3; then
 			stop_server
 		done
 	done
+	# Routers' GET /fast (chi, gin, echo, ServeMux): table in g3-routers/table.md.
+	log "group 3: routers (bench/routers.sh)"
+	MX=$MX OUT=$OUT/g3-routers "$BENCH/routers.sh" "$((R3 + 2))" "$D3" >/dev/null
 fi
 
 # ---------------------------------------------------------------------------
