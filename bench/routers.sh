@@ -17,6 +17,12 @@
 #   OUT=/some/dir bench/routers.sh              where raw outputs go
 #   PLAIN=bin INSTR=bin bench/routers.sh        measure these two builds of
 #                                               bench/routers instead
+#   PIN=1 bench/routers.sh                      server on CPU 0, wrk on CPU 1
+#   NICE=-20 bench/routers.sh                   server and wrk at this nice
+#                                               value (root): on a machine
+#                                               busy with other work, the
+#                                               side with more threads gets
+#                                               more CPU, not the faster one
 # Needs: go, wrk (apt-get install wrk). Network: the module proxy for the
 # first build, 127.0.0.1 for the load.
 set -euo pipefail
@@ -41,6 +47,9 @@ command -v wrk >/dev/null || {
 }
 unset MATRIX_REPORT MATRIX_EVIL_THRESHOLD_MS MATRIX_DEBUG_HOOKS MATRIX_LOG MATRIX_MAP MATRIX_BLACKLIST GOFLAGS
 export GOFLAGS=-buildvcs=false
+SRV_PRE=() WRK_PRE=()
+if [[ ${NICE:-} ]]; then SRV_PRE+=(nice -n "$NICE") WRK_PRE+=(nice -n "$NICE"); fi
+if [[ ${PIN:-0} == 1 ]]; then SRV_PRE+=(taskset -c 0) WRK_PRE+=(taskset -c 1); fi
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 
 if [[ -z ${MX:-} && -z ${INSTR:-} ]]; then
@@ -64,7 +73,7 @@ log "raw output in $OUT"
 	echo "go: $(go version)"
 	echo "matrix: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "rounds: $ROUNDS of ${D}s, wrk -t2 -c32"
+	echo "rounds: $ROUNDS of ${D}s, wrk -t2 -c32; nice: ${NICE:-0}; pinned: ${PIN:-0}"
 } >"$OUT/env.txt"
 cat "$OUT/env.txt" >&2
 
@@ -73,7 +82,7 @@ start_server() { # kind router
 	[[ $1 == instr ]] && env=(MATRIX_REPORT="$TMP/reports-$2.jsonl")
 	rm -f "$TMP/srv.out"
 	: >"$TMP/srv.out"
-	env "${env[@]}" "$TMP/srv-$1" -router "$2" >>"$TMP/srv.out" 2>&1 &
+	env "${env[@]}" "${SRV_PRE[@]}" "$TMP/srv-$1" -router "$2" >>"$TMP/srv.out" 2>&1 &
 	SERVER_PID=$!
 	for _ in $(seq 100); do
 		ADDR=$(sed -n 's/^listening on //p' "$TMP/srv.out")
@@ -99,9 +108,9 @@ for r in $(seq "$ROUNDS"); do
 		((r % 2 == 0)) && kinds="instr plain"
 		for kind in $kinds; do
 			start_server "$kind" "$router"
-			wrk -t2 -c32 -d1s "http://$ADDR/fast" >/dev/null # warm-up
+			"${WRK_PRE[@]}" wrk -t2 -c32 -d1s "http://$ADDR/fast" >/dev/null # warm-up
 			t0=$(cputicks "$SERVER_PID")
-			wrk -t2 -c32 -d"${D}s" "http://$ADDR/fast" >"$TMP/wrk.txt"
+			"${WRK_PRE[@]}" wrk -t2 -c32 -d"${D}s" "http://$ADDR/fast" >"$TMP/wrk.txt"
 			t1=$(cputicks "$SERVER_PID")
 			rps=$(awk '/^Requests\/sec:/ {print $2}' "$TMP/wrk.txt")
 			reqs=$(awk '/requests in/ {print $1}' "$TMP/wrk.txt")
