@@ -41,7 +41,7 @@ type Dispatch struct {
 	request  atomic.Pointer[Request]
 	req      Request       // the first request set, which request points to
 	reqSet   atomic.Uint32 // 1 once req is taken
-	status   atomic.Int32 // the response's status code, 0 until written
+	status   atomic.Int32  // the response's status code, 0 until written
 	goid     uint64
 	id       uint64 // the dispatch's number in the process (ID)
 	start    time.Time
