@@ -83,7 +83,7 @@ func __matrix_rt_template(method string, r interface{ GetPathTemplate() (string,
 		return
 	}
 	if t, err := r.GetPathTemplate(); err == nil && t != "" {
-		__matrix_rt_scene(method + " " + t)
+		__matrix_rt_route_scene(method, t)
 		return
 	}
 	__matrix_rt_scene(method)
