@@ -110,6 +110,7 @@ extensions:
     storage:
       traces: memstore
     max_clock_skew_adjust: 0s
+    enable_tracing: false
     http:
       endpoint: 127.0.0.1:{{query_http}}
     grpc:
@@ -238,11 +239,30 @@ func (j *jaeger) endpoint(t *testing.T, protocol string) string {
 	return ""
 }
 
-// spans returns the spans of service's traces of the last hour, as
-// /api/v3/traces gives them (after the query service's adjustments, as the
-// UI shows them). It checks that /api/v3/services lists the service once
-// it has spans.
-func (j *jaeger) spans(t *testing.T, service string) []tspan {
+// apiTraces is the query API's answer with traces: OTLP JSON under
+// "result".
+type apiTraces struct {
+	Result struct {
+		ResourceSpans []struct {
+			Resource struct {
+				Attributes []apiKV `json:"attributes"`
+			} `json:"resource"`
+			ScopeSpans []struct {
+				Spans []apiSpan `json:"spans"`
+			} `json:"scopeSpans"`
+		} `json:"resourceSpans"`
+	} `json:"result"`
+}
+
+// spans returns the spans of service's traces of the last hour: the search
+// finds the traces, each is then read by its id (/api/v3/traces/{id}). As
+// the UI shows them (after the query service's adjustments, which
+// deduplicate identical spans and add warnings), or raw, as stored: every
+// copy received. (Jaeger v1.76.0's in-memory storage hands the adjusters
+// its stored spans: a query that adds a warning adds it to the stored span,
+// once more on every query.) It checks that /api/v3/services lists the
+// service once it has spans.
+func (j *jaeger) spans(t *testing.T, service string, raw bool) []tspan {
 	t.Helper()
 	now := time.Now()
 	q := url.Values{
@@ -251,36 +271,45 @@ func (j *jaeger) spans(t *testing.T, service string) []tspan {
 		"query.start_time_max": {now.Add(time.Hour).Format(time.RFC3339Nano)},
 		"query.num_traces":     {"100"},
 	}
-	var res struct {
-		Result struct {
-			ResourceSpans []struct {
-				Resource struct {
-					Attributes []apiKV `json:"attributes"`
-				} `json:"resource"`
-				ScopeSpans []struct {
-					Spans []apiSpan `json:"spans"`
-				} `json:"scopeSpans"`
-			} `json:"resourceSpans"`
-		} `json:"result"`
+	byID := ""
+	if raw {
+		q.Set("query.raw_traces", "true")
+		byID = "?raw_traces=true"
 	}
-	status := j.getJSON(t, "/api/v3/traces?"+q.Encode(), &res)
-	if status == http.StatusNotFound {
+	var found apiTraces
+	if j.getJSON(t, "/api/v3/traces?"+q.Encode(), &found) == http.StatusNotFound {
 		return nil
 	}
-	var out []tspan
-	for _, rs := range res.Result.ResourceSpans {
-		resource := apiAttrs(t, rs.Resource.Attributes)
+	var ids []string
+	for _, rs := range found.Result.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
-				sp := tspan{
-					TraceID: s.TraceID, SpanID: s.SpanID, Parent: s.ParentSpanID, Name: s.Name,
-					Kind: int(s.Kind), Start: uint64(s.Start), End: uint64(s.End), Status: int(s.Status.Code),
-					Attrs: apiAttrs(t, s.Attributes), Resource: resource,
+				if !slices.Contains(ids, s.TraceID) {
+					ids = append(ids, s.TraceID)
 				}
-				for _, ev := range s.Events {
-					sp.Events = append(sp.Events, tevent{Name: ev.Name, Attrs: apiAttrs(t, ev.Attributes)})
+			}
+		}
+	}
+	var out []tspan
+	for _, id := range ids {
+		var res apiTraces
+		if j.getJSON(t, "/api/v3/traces/"+id+byID, &res) == http.StatusNotFound {
+			t.Fatalf("trace %s found by the search is not found by its id", id)
+		}
+		for _, rs := range res.Result.ResourceSpans {
+			resource := apiAttrs(t, rs.Resource.Attributes)
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					sp := tspan{
+						TraceID: s.TraceID, SpanID: s.SpanID, Parent: s.ParentSpanID, Name: s.Name,
+						Kind: int(s.Kind), Start: uint64(s.Start), End: uint64(s.End), Status: int(s.Status.Code),
+						Attrs: apiAttrs(t, s.Attributes), Resource: resource,
+					}
+					for _, ev := range s.Events {
+						sp.Events = append(sp.Events, tevent{Name: ev.Name, Attrs: apiAttrs(t, ev.Attributes)})
+					}
+					out = append(out, sp)
 				}
-				out = append(out, sp)
 			}
 		}
 	}

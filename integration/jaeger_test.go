@@ -62,8 +62,9 @@ const (
 type backend interface {
 	// endpoint is OTEL_EXPORTER_OTLP_ENDPOINT for the protocol.
 	endpoint(t *testing.T, protocol string) string
-	// spans returns every span of service received so far.
-	spans(t *testing.T, service string) []tspan
+	// spans returns every span of service received so far, as the
+	// backend shows them, or raw: every copy as received.
+	spans(t *testing.T, service string, raw bool) []tspan
 }
 
 // TestShopOTLP drives the checks of TestJaeger against the test's OTLP
@@ -148,13 +149,16 @@ func checkShopExport(t *testing.T, b backend, shopBin, protocol string) {
 
 	// The report's frames are the trace's spans (the dispatch's frame is
 	// the root span).
-	spans := waitSpans(t, b, service, len(want))
-	root := checkShopTrace(t, spans, service, want)
+	spans := waitSpans(t, b, service, len(want), false)
+	checkShopTrace(t, spans, service, want)
 	if t.Failed() {
 		return
 	}
 
-	// Exported again from the file, twice: the same spans, none added.
+	// Exported again from the file, twice: the second export sends the
+	// spans of the first, identical, and so adds no span. The spans are
+	// compared as stored (raw): a backend that deduplicates shows the
+	// copies once.
 	export := func() {
 		cmd := exec.Command(filepath.Join(binDir, "matrixexec"), "export", "otlp", file)
 		cmd.Env = append(os.Environ(), env...)
@@ -165,24 +169,23 @@ func checkShopExport(t *testing.T, b backend, shopBin, protocol string) {
 		t.Logf("matrixexec export otlp: %s", strings.TrimSpace(string(out)))
 	}
 	export()
-	first := waitSpans(t, b, service, len(spans))
-	t.Logf("%s: %d distinct spans sent by the service, %d after matrixexec export of its report file", service, len(spanSet(spans)), len(spanSet(first)))
+	first := waitSpans(t, b, service, 2*len(want), true)
 	export()
-	// A second export changes nothing: wait as long as the first took to
-	// show, then compare.
-	time.Sleep(2 * time.Second)
-	second := b.spans(t, service)
+	second := waitSpans(t, b, service, 3*len(want), true)
 	if got, want := spanSet(second), spanSet(first); !slices.Equal(got, want) {
-		t.Errorf("a second matrixexec export changed the spans of %s: %d spans before, %d after\nbefore:\n%s\nafter:\n%s", service, len(first), len(second), strings.Join(want, "\n"), strings.Join(got, "\n"))
+		t.Errorf("a second matrixexec export changed the spans of %s: %d distinct spans before, %d after\nbefore:\n%s\nafter:\n%s", service, len(want), len(got), strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
-	for _, sp := range second {
-		if sp.TraceID != root.TraceID {
-			continue
-		}
-		if w := sp.Attrs[jaegerWarnings]; w != "" {
-			t.Errorf("after export: span %q: backend warnings %s", sp.Name, w)
+	// The exported spans are the service's (same ids, times and
+	// attributes) with another resource (service.instance.id, and what
+	// only the running process knows): a backend holds both copies.
+	warned := 0
+	shown := b.spans(t, service, false)
+	for _, sp := range shown {
+		if sp.Attrs[jaegerWarnings] != "" {
+			warned++
 		}
 	}
+	t.Logf("%s: %d distinct spans sent by the service; after the exports %d distinct spans stored, %d shown, %d of them with backend warnings", service, len(spanSet(spans)), len(spanSet(second)), len(shown), warned)
 }
 
 // checkShopTrace checks the slow GET /orders/42 trace among spans against
@@ -340,12 +343,12 @@ func checkStuckExport(t *testing.T, b backend, stuckBin, protocol string) {
 	if details["LAG"] != 1 || details["ANR"] != 1 || details["NORMAL"] != 1 {
 		t.Fatalf("reports %v, want one LAG, one ANR and one NORMAL: %+v", details, reps)
 	}
-	spans := waitSpans(t, b, service, 0)
+	spans := waitSpans(t, b, service, 0, false)
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if countDetails(spans) >= 3 {
 			break
 		}
-		spans = b.spans(t, service)
+		spans = b.spans(t, service, false)
 	}
 	var root tspan
 	for _, sp := range spans {
@@ -397,13 +400,13 @@ func countDetails(spans []tspan) int {
 // waitSpans waits up to 30 s for b to hold at least n spans of service (at
 // least one when n is 0), and for their number to stay the same for a
 // second, and returns them.
-func waitSpans(t *testing.T, b backend, service string, n int) []tspan {
+func waitSpans(t *testing.T, b backend, service string, n int, raw bool) []tspan {
 	t.Helper()
 	n = max(n, 1)
 	var spans []tspan
 	last, since := -1, time.Now()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		spans = b.spans(t, service)
+		spans = b.spans(t, service, raw)
 		if len(spans) != last {
 			last, since = len(spans), time.Now()
 		}
@@ -636,7 +639,7 @@ func (b *receiverBackend) endpoint(t *testing.T, protocol string) string {
 	return r.URL
 }
 
-func (b *receiverBackend) spans(t *testing.T, service string) []tspan {
+func (b *receiverBackend) spans(t *testing.T, service string, raw bool) []tspan {
 	var out []tspan
 	for _, r := range b.recv {
 		if errs := r.Errors(); len(errs) > 0 {
