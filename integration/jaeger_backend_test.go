@@ -325,6 +325,37 @@ func (j *jaeger) spans(t *testing.T, service string, raw bool) []tspan {
 	return out
 }
 
+// keep writes, when MATRIX_JAEGER_OUT names a directory, the trace of root
+// as the query API returns it (<service>.json, indented) and drawn as a
+// tree (<service>.txt, see renderTrace).
+func (j *jaeger) keep(t *testing.T, service string, root tspan, spans []tspan) {
+	dir := os.Getenv("MATRIX_JAEGER_OUT")
+	if dir == "" {
+		return
+	}
+	resp, err := http.Get(j.queryURL("/api/v3/traces/" + root.TraceID))
+	if err != nil {
+		t.Fatalf("GET the trace: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("GET the trace: %v", err)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, body, "", "  "); err != nil {
+		t.Fatalf("the trace: %v\n%s", err, body)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{service + ".json": pretty.Bytes(), service + ".txt": []byte(renderTrace(spans, root))} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // getJSON decodes the answer to GET path into v, unless it is a 404 (no
 // traces); it returns the status.
 func (j *jaeger) getJSON(t *testing.T, path string, v any) int {

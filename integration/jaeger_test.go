@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -150,9 +151,12 @@ func checkShopExport(t *testing.T, b backend, shopBin, protocol string) {
 	// The report's frames are the trace's spans (the dispatch's frame is
 	// the root span).
 	spans := waitSpans(t, b, service, len(want), false)
-	checkShopTrace(t, spans, service, want)
+	root := checkShopTrace(t, spans, service, want)
 	if t.Failed() {
 		return
+	}
+	if j, ok := b.(*jaeger); ok {
+		j.keep(t, service, root, spans)
 	}
 
 	// Exported again from the file, twice: the second export sends the
@@ -186,6 +190,45 @@ func checkShopExport(t *testing.T, b backend, shopBin, protocol string) {
 		}
 	}
 	t.Logf("%s: %d distinct spans sent by the service; after the exports %d distinct spans stored, %d shown, %d of them with backend warnings", service, len(spanSet(spans)), len(spanSet(second)), len(shown), warned)
+}
+
+// renderTrace draws a trace's spans as a tree from root (siblings by start
+// time), for people: the resource, then per span its name, kind, duration
+// and some attributes (the root's of the semantic conventions, every
+// span's code.line.number and matrix.cost_ms).
+func renderTrace(spans []tspan, root tspan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "resource: %s\n", kvLine(root.Resource))
+	kids := map[string][]tspan{}
+	for _, sp := range spans {
+		if sp.TraceID == root.TraceID && sp.SpanID != root.SpanID {
+			kids[sp.Parent] = append(kids[sp.Parent], sp)
+		}
+	}
+	kinds := map[int]string{1: "INTERNAL", 2: "SERVER"}
+	var draw func(sp tspan, depth int)
+	draw = func(sp tspan, depth int) {
+		attrs := map[string]string{}
+		for k, v := range sp.Attrs {
+			if depth == 0 && !strings.HasPrefix(k, "matrix.") || k == "matrix.cost_ms" || k == "code.line.number" {
+				attrs[k] = v
+			}
+		}
+		d := time.Duration(sp.End - sp.Start).Round(100 * time.Microsecond)
+		fmt.Fprintf(&b, "%s%s  [%s %v]  %s\n", strings.Repeat("  ", depth), sp.Name, kinds[sp.Kind], d, strings.TrimSuffix(kvLine(attrs), ";"))
+		c := kids[sp.SpanID]
+		slices.SortStableFunc(c, func(x, y tspan) int {
+			if x.Start != y.Start {
+				return cmp.Compare(x.Start, y.Start)
+			}
+			return strings.Compare(x.Name, y.Name)
+		})
+		for _, k := range c {
+			draw(k, depth+1)
+		}
+	}
+	draw(root, 0)
+	return b.String()
 }
 
 // checkShopTrace checks the slow GET /orders/42 trace among spans against
