@@ -7,7 +7,7 @@
 //
 //   - Whitespace and comments ("-- …" to the end of the line, "/* … */")
 //     become one space; leading and trailing space is dropped.
-//   - String literals ('…', with ” or a backslash escaping a quote, and
+//   - String literals ('…', with a doubled quote or a backslash escaping a quote, and
 //     the prefixed forms E'…', N'…', X'…', B'…') become "?", and so do
 //     PostgreSQL's dollar-quoted strings ($$…$$, $tag$…$tag$). A literal
 //     that does not end runs to the end of the statement.
