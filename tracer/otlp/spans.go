@@ -400,6 +400,10 @@ func Spans(r *Report) ([]Span, error) {
 		start = min(max(start, p.start), p.end-length)
 		stop := start + length
 		p.nextChild = stop
+		fn := f.Func
+		if f.Bound != nil {
+			fn = "" // a boundary's name is no function's (its attributes say what it is)
+		}
 		s := Span{
 			TraceID:      traceID,
 			SpanID:       spanID(seed, i),
@@ -411,7 +415,7 @@ func Spans(r *Report) ([]Span, error) {
 			Start:        unixNano(rootStart.Add(time.Duration(start))),
 			End:          unixNano(rootStart.Add(time.Duration(stop))),
 			Attributes: appendAttrs(nil,
-				str("code.function.name", f.Func), str("code.file.path", f.File), integer("code.line.number", int64(f.Line)),
+				str("code.function.name", fn), str("code.file.path", f.File), integer("code.line.number", int64(f.Line)),
 				integer("matrix.id", int64(f.ID)), integer("matrix.count", int64(f.Count)),
 				KeyValue{"matrix.cost_ms", Int(f.Cost)}, str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason), str("matrix.wait.for", f.For),
 			),
