@@ -673,6 +673,13 @@ func matrixSetBoundHook(f func(kind int, a, b, c string, v any, buf *[matrixExtB
 	matrixBoundHook = f
 }
 
+// matrixFlag returns the address of the recording flag, for a package
+// that reads it but cannot declare it under a name of its own (the route
+// hooks of a package whose hooks file declares it already).
+//
+//go:linkname matrixFlag
+func matrixFlag() *uint32 { return &matrixOn.v }
+
 // matrixBound opens a boundary of kind on a recording goroutine and
 // reports whether it did: the caller then defers matrixUnbound. The
 // patched packages call it only while the recorder is on.
