@@ -511,6 +511,7 @@ func showTree(t *testing.T, file string) []showNode {
 		trimmed := strings.TrimLeft(rest, " ")
 		depth := (len(rest) - len(trimmed)) / 2
 		name, pos, _ := strings.Cut(trimmed, "  ")
+		pos = basePos(pos)
 		if depth == 0 && name == "DISPATCH" {
 			nodes = append(nodes, showNode{Label: "DISPATCH"})
 		} else {
@@ -573,7 +574,7 @@ func spanTree(t *testing.T, trace []tspan, root tspan) []showNode {
 		}
 		pos := ""
 		if f := sp.Attrs["code.file.path"]; f != "" {
-			pos = f + ":" + sp.Attrs["code.line.number"]
+			pos = basePos(f + ":" + sp.Attrs["code.line.number"])
 		}
 		index[sp.SpanID] = len(nodes)
 		nodes = append(nodes, showNode{Label: fmt.Sprintf("%s  %s  cost=%sms", name, pos, sp.Attrs["matrix.cost_ms"])})
@@ -590,6 +591,16 @@ func spanTree(t *testing.T, trace []tspan, root tspan) []showNode {
 		nodes[p].Children = append(nodes[p].Children, &nodes[index[sp.SpanID]])
 	}
 	return nodes
+}
+
+// basePos reduces a position to its file's base name and line: show
+// prints the file as the binary has it, code.file.path is relative to the
+// module (TestCodeFilePath in tracer/otlp).
+func basePos(pos string) string {
+	if i := strings.LastIndexAny(pos, `/\`); i >= 0 {
+		return pos[i+1:]
+	}
+	return pos
 }
 
 // canonical renders a tree with every node's children sorted, so that two

@@ -371,6 +371,7 @@ func Spans(r *Report) ([]Span, error) {
 		start, end    int64
 		nextChild     int64
 		depthInReport int
+		fn            string // the function of the frame, if any
 	}
 	rootEnd := end.Sub(rootStart).Nanoseconds()
 	stack := []interval{{id: root.SpanID, start: 0, end: rootEnd, depthInReport: -1}}
@@ -404,6 +405,12 @@ func Spans(r *Report) ([]Span, error) {
 		if f.Bound != nil {
 			fn = "" // a boundary's name is no function's (its attributes say what it is)
 		}
+		// A goroutine's or a boundary's position is in the function
+		// that started it or made the call.
+		fileFunc := f.Func
+		if f.Bound != nil || f.Kind == tracer.FrameGoroutine {
+			fileFunc = p.fn
+		}
 		s := Span{
 			TraceID:      traceID,
 			SpanID:       spanID(seed, i),
@@ -415,7 +422,7 @@ func Spans(r *Report) ([]Span, error) {
 			Start:        unixNano(rootStart.Add(time.Duration(start))),
 			End:          unixNano(rootStart.Add(time.Duration(stop))),
 			Attributes: appendAttrs(nil,
-				str("code.function.name", fn), str("code.file.path", f.File), integer("code.line.number", int64(f.Line)),
+				str("code.function.name", fn), str("code.file.path", codeFilePath(fileFunc, f.File)), integer("code.line.number", int64(f.Line)),
 				integer("matrix.id", int64(f.ID)), integer("matrix.count", int64(f.Count)),
 				KeyValue{"matrix.cost_ms", Int(f.Cost)}, str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason), str("matrix.wait.for", f.For),
 			),
@@ -424,7 +431,7 @@ func Spans(r *Report) ([]Span, error) {
 			client(&s, f)
 		}
 		spans = append(spans, s)
-		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth})
+		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth, fn: fn})
 	}
 	return spans, nil
 }
