@@ -239,7 +239,11 @@ func graphKey(k *statcache.Key, goTool string) *statcache.Key {
 	k.File(goTool)
 	wd, _ := os.Getwd()
 	k.String(wd)
-	env := slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "TOOLEXEC_IMPORTPATH=") })
+	env := slices.DeleteFunc(os.Environ(), func(e string) bool {
+		// Which package cmd/go runs the tool for, and where matrixexec
+		// logs, change nothing that is resolved.
+		return strings.HasPrefix(e, "TOOLEXEC_IMPORTPATH=") || strings.HasPrefix(e, "MATRIX_LOG=")
+	})
 	slices.Sort(env)
 	for _, e := range env {
 		k.String(e)
@@ -677,15 +681,15 @@ func checkSameBuild(path, progFile, tracerFile string) error {
 }
 
 // TracerSourceHash hashes the sources of the packages zero-code mode links
-// (this module's beat and tracer trees and its go.mod) as resolved in the
-// build's module graph, or in MATRIX_ZEROCODE_MODULE's.
+// (this module's beat, tracer and internal/abi trees and its go.mod) as
+// resolved in the build's module graph, or in MATRIX_ZEROCODE_MODULE's.
 func TracerSourceHash(goTool string) (string, error) {
 	dir, err := selfModuleDir(goTool)
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	for _, sub := range []string{"beat", "tracer"} {
+	for _, sub := range []string{"beat", "tracer", filepath.Join("internal", "abi")} {
 		err := filepath.WalkDir(filepath.Join(dir, sub), func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
