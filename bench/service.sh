@@ -21,7 +21,22 @@
 # Usage: bench/service.sh            (ROUNDS=9 by default)
 #        ROUNDS=5 SERVICES="chi" bench/service.sh
 #        OUT=/some/dir bench/service.sh   (raw times in OUT/loop.txt)
-# Needs: go; the module proxy for chi and gin the first time.
+#
+# MODE=compare bench/service.sh puts DataDog's orchestrion beside them
+# (BENCHMARKS.md, "Side by side with orchestrion"), on the chi + ServeMux
+# service: cold build (a new GOCACHE per build and round, one module
+# cache), relink, one-line edit, binary size, then each binary under
+# `wrk -t2 -c32` on chi's and the ServeMux's GET /fast (requests/s, p99,
+# the server's CPU per request from /proc/PID/stat), and what each says of
+# one slow GET /orders/{id}. matrixexec's program runs with
+# MATRIX_REPORT set (every request recorded), orchestrion's sends its
+# traces to bench/cmd/traceagent on 127.0.0.1:8126, which keeps them.
+# ORCHESTRION names the orchestrion command (go install
+# github.com/DataDog/orchestrion@v1.15.0); its service lists the
+# integrations it can resolve (net/http, chi, gin of dd-trace-go v2.12.0)
+# in orchestrion.tool.go. COLD=1 cold rounds, WRK_S=10 seconds per run.
+# Needs: go; the module proxy for chi and gin (and orchestrion's
+# integrations) the first time; wrk and curl for MODE=compare.
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
@@ -143,6 +158,11 @@ MX=$TMP/bin/matrixexec
 SVC=$TMP/svc
 service "$SVC"
 log "service module in $SVC, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [[ ${MODE:-loop} == compare ]]; then
+	source "$BENCH/service-compare.sh"
+	exit 0
+fi
 
 : >"$OUT/loop.txt"
 for s in $SERVICES; do
