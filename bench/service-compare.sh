@@ -62,7 +62,7 @@ for r in $(seq "$ROUNDS"); do
 	for b in relink edit; do
 		if [[ $b == edit ]]; then
 			for d in "$SVC" "$OSVC"; do
-				sed -i "s/return \\"order \\" + id.*/return \\"order \\" + id \\/\\/ $r/" "$d/chi/main.go"
+				sed -i "s/return \"order \" + id.*/return \"order \" + id \/\/ $r/" "$d/chi/main.go"
 			done
 		fi
 		for kind in $KINDS; do

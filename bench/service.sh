@@ -199,8 +199,6 @@ awk '
 		return m % 2 ? a[(m+1)/2] : (a[m/2] + a[m/2+1]) / 2
 	}
 	END {
-		print "| service | build | plain s | matrixexec s | wall ratio (min–max) | CPU ratio | load avg |"
-		print "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
 		for (k in keys) {
 			m = 0; delete rw; delete rc; delete tp; delete tm
 			for (key in rounds) {
@@ -213,4 +211,8 @@ awk '
 			printf "| %s | %s | %.2f | %.2f | **%.2f×** (%.2f× – %.2f×) | %.2f× | %.1f |\n", \
 				substr(k, 1, index(k, " ") - 1), substr(k, index(k, " ") + 1), median(tp, m), median(tm, m), median(rw, m), lo, hi, median(rc, m), load[k] / n[k]
 		}
-	}' "$OUT/loop.txt" | sort -r | tee "$OUT/loop.md"
+	}' "$OUT/loop.txt" | sort -r | {
+	echo "| service | build | plain s | matrixexec s | wall ratio (min–max) | CPU ratio | load avg |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+	cat
+} | tee "$OUT/loop.md"
