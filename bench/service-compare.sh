@@ -110,6 +110,13 @@ to_us() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~
 for r in $(seq 3); do
 	for kind in $KINDS; do
 		serve "$kind"
+		if [[ $r == 1 ]]; then
+			# One slow request each on chi and the ServeMux, before any
+			# load: the tracers keep or drop spans when they are flooded.
+			curl -s http://127.0.0.1:18080/orders/42 >/dev/null
+			curl -s http://127.0.0.1:18081/orders/43 >/dev/null
+			sleep 3 # the tracers flush (orchestrion's every 2 s)
+		fi
 		for router in chi mux; do
 			port=18080
 			[[ $router == mux ]] && port=18081
@@ -123,10 +130,6 @@ for r in $(seq 3); do
 			cpu_us=$(awk -v a="$c0" -v b="$c1" -v n="$reqs" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", (b - a) / hz * 1e6 / n}')
 			echo "$router $r $kind $rps $p99 $cpu_us $(cut -d' ' -f1 /proc/loadavg)" | tee -a "$OUT/compare-load.txt" >&2
 		done
-		if [[ $r == 1 ]]; then
-			curl -s http://127.0.0.1:18080/orders/42 >/dev/null
-			sleep 1.5 # the tracers flush (orchestrion's every second)
-		fi
 		stop
 	done
 done
@@ -138,7 +141,7 @@ kill "$AGENT_PID" 2>/dev/null || true
 	echo "### matrixexec (matrixexec show)"
 	"$MX" show "$OUT/mx-report.jsonl" 2>&1 | head -40 || true
 	echo "### orchestrion (strings of the agent's payloads that mention orders)"
-	strings -n 3 "$OUT/orch-traces.bin" | grep -n -i -B3 -A3 'orders' | head -60 || true
+	strings -n 3 "$OUT/orch-traces.bin" | grep -m 2 -B14 -A16 'orders' || true
 } >"$OUT/compare-slow.txt"
 
 awk '
@@ -148,17 +151,18 @@ awk '
 	}
 	FNR == 1 { f++ }
 	f == 1 && $1 == "size" { size[$2] = $3; next }
-	f == 1 { w[$1, $2, $3] = $4; rs[$1, $2] = 1; bs[$1] = 1; next }
+	f == 1 { w[$1, $2, $3] = $4; cp[$1, $2, $3] = $5; rs[$1, $2] = 1; bs[$1] = 1; next }
 	f == 2 { rps[$1, $2, $3] = $4; p99[$1, $2, $3] = $5; cpu[$1, $2, $3] = $6; rr[$1, $2] = 1; routers[$1] = 1 }
 	END {
 		print "| | plain | orchestrion | matrixexec |"
 		print "| --- | ---: | ---: | ---: |"
 		split("cold relink edit", order, " ")
 		for (o = 1; o <= 3; o++) {
-			b = order[o]; mo = 0; mm = 0; mp = 0
+			b = order[o]; mp = 0
 			for (k in rs) { split(k, kk, SUBSEP); if (kk[1] != b) continue; r = kk[2]
-				mp++; pl[mp] = w[b, r, "plain"]; ro[mp] = w[b, r, "orch"] / w[b, r, "plain"]; rm[mp] = w[b, r, "mx"] / w[b, r, "plain"] }
-			if (mp) printf "| %s build (s, ×plain) | %.2f s | %.2f× | %.2f× |\n", b, median(pl, mp), median(ro, mp), median(rm, mp)
+				mp++; pl[mp] = w[b, r, "plain"]; ro[mp] = w[b, r, "orch"] / w[b, r, "plain"]; rm[mp] = w[b, r, "mx"] / w[b, r, "plain"]
+				pc[mp] = cp[b, r, "plain"]; co2[mp] = cp[b, r, "orch"] / cp[b, r, "plain"]; cm2[mp] = cp[b, r, "mx"] / cp[b, r, "plain"] }
+			if (mp) printf "| %s build, wall (CPU) | %.2f s (%.2f s) | %.2f× (%.2f×) | %.2f× (%.2f×) |\n", b, median(pl, mp), median(pc, mp), median(ro, mp), median(co2, mp), median(rm, mp), median(cm2, mp)
 		}
 		printf "| binary size | %.1f MB | %.2f× | %.2f× |\n", size["plain"] / 1e6, size["orch"] / size["plain"], size["mx"] / size["plain"]
 		for (rt in routers) {
