@@ -203,6 +203,7 @@ var fullOnly = map[string]string{
 	"plugins":        "compiles the standard library for -buildmode=plugin",
 	"pgozerocode":    runProfile,
 	"revertedmap":    ownMap,
+	"zerocodecache":  "compiles the zero-code tracer from a copy of this checkout, three times",
 }
 
 const (

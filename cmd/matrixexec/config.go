@@ -269,7 +269,8 @@ var goCommandLine = gocmd.Line
 
 // zeroCodeConfig returns what zero-code mode takes from the configuration.
 func (cfg *config) zeroCodeConfig() *zerocode.Config {
-	zc := &zerocode.Config{Mode: cfg.zeroCode, MapPath: cfg.mapPath, Log: &cfg.log}
+	zc := &zerocode.Config{Mode: cfg.zeroCode, MapPath: cfg.mapPath, Log: &cfg.log,
+		ConfigHash: func() (string, error) { return configHash(cfg) }}
 	if cfg.blacklistSet || exists(cfg.blacklistPath) {
 		zc.Blacklist = cfg.blacklistPath
 	}
