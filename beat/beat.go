@@ -147,6 +147,7 @@ func Start(cfg Config) error {
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
 	rtSetTraceParentHook(hookTraceParent)
 	rtSetRequestHooks(hookRequest, hookStatus)
+	rtSetBoundHook(hookBound)
 	rtSetActive(1)
 	return nil
 }
@@ -165,6 +166,7 @@ func Stop() {
 	rtSetDispatchHooks(nil, nil, nil)
 	rtSetTraceParentHook(nil)
 	rtSetRequestHooks(nil, nil)
+	rtSetBoundHook(nil)
 	cur.Store(nil)
 	rtSetClock(false)
 	r.mu.Lock()

@@ -73,6 +73,9 @@ func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))
 //go:linkname rtSetRequestHooks runtime.matrixSetRequestHooks
 func rtSetRequestHooks(req func(d unsafe.Pointer, method, host string, tls bool), status func(d unsafe.Pointer, code int))
 
+//go:linkname rtSetBoundHook runtime.matrixSetBoundHook
+func rtSetBoundHook(f func(kind int, a, b, c string, v any, buf *boundBuf) int)
+
 //go:linkname rtWaitReason runtime.matrixWaitReason
 func rtWaitReason(r uint8) string
 

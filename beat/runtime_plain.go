@@ -37,6 +37,7 @@ func rtAbandoned() uint32                                                       
 func rtInUse(unsafe.Pointer) bool                                                             { return false }
 func rtSetTraceParentHook(func(unsafe.Pointer, string))                                       {}
 func rtSetRequestHooks(func(unsafe.Pointer, string, string, bool), func(unsafe.Pointer, int)) {}
+func rtSetBoundHook(func(int, string, string, string, any, *boundBuf) int)                    {}
 func rtWaitReason(uint8) string                                                               { return "" }
 func rtSetKids(uint64, uint32)                                                                {}
 func rtKidRelease(unsafe.Pointer)                                                             {}

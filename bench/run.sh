@@ -5,8 +5,11 @@
 #      empty call, clocks, -cover counters, trace regions, pprof labels and
 #      OpenTelemetry spans (go test -bench, plus callgrind instruction counts);
 #   2. real libraries' own benchmarks (github.com/valyala/fastjson,
-#      github.com/rs/zerolog): plain, a no-hook control built by matrixexec,
-#      instrumented but not recording, with -inline-budget 200, and recording;
+#      github.com/rs/zerolog, github.com/google/uuid): plain, a no-hook
+#      control built by matrixexec, instrumented but not recording, with
+#      -inline-budget 200, and recording; and three more (tidwall/gjson
+#      reading fields of a 100 KB payload, buger/jsonparser, yaml.v3):
+#      plain, the control, the default not recording and recording;
 #   3. an HTTP service under wrk load on 127.0.0.1, plain vs instrumented with
 #      every request a recorded dispatch, and routers' GET /fast the same way
 #      (bench/routers.sh);
@@ -189,34 +192,48 @@ fi
 if measure 2; then
 	# The control build: made by matrixexec like the others (patched
 	# runtime, same link), but with no hook in the library at all.
-	printf -- '-keeppackage %s\n' github.com/valyala/fastjson github.com/rs/zerolog github.com/google/uuid >"$TMP/libs-kept.blacklist"
-	lib_run() { # name module callgrind-benchmarks pattern...
+	printf -- '-keeppackage %s\n' github.com/valyala/fastjson github.com/rs/zerolog github.com/google/uuid \
+		github.com/tidwall/gjson github.com/tidwall/match github.com/tidwall/pretty github.com/buger/jsonparser gopkg.in/yaml.v3 \
+		>"$TMP/libs-kept.blacklist"
+	# G2_LIBS="gjson yaml" bench/run.sh: only these libraries.
+	want_lib() { [[ -z ${G2_LIBS:-} || " $G2_LIBS " == *" $1 "* ]]; }
+	# LIB_KINDS="plain none instr rec" before a call: the builds to measure
+	# (default: all of them).
+	lib_run() { # name package callgrind-benchmarks pattern...
 		local name=$1 mod=$2 cgbench=$3
 		shift 3
-		local dir kinds=(plain none instr ret defer b200 rec retrec deferrec pgoplain pgoinstr)
-		dir=$(cd "$BENCH" && go list -m -f '{{.Dir}}' "$mod")
+		local dir kinds
+		read -r -a kinds <<<"${LIB_KINDS:-plain none instr ret defer b200 rec retrec deferrec pgoplain pgoinstr}"
+		dir=$(cd "$BENCH" && go list -f '{{.Dir}}' "$mod")
 		log "group 2: building $mod's tests"
-		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-plain.test" "$mod")
-		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-instr.test" -toolexec="$MX" "$mod")
-		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-ret.test" -toolexec="$MX -exits returns" "$mod")
-		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-defer.test" -toolexec="$MX -exits defer" "$mod")
-		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-b200.test" -toolexec="$MX -inline-budget 200" "$mod")
-		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-none.test" -toolexec="$MX -blacklist $TMP/libs-kept.blacklist" "$mod")
-		# A CPU profile of the plain build running the same benchmarks,
-		# then both sides built with it (go build -pgo): the compiler
-		# inlines the profile's hot callees, and matrixexec leaves them
-		# without hooks.
-		log "group 2: $name CPU profile for the profile-guided builds"
-		local profs=() i=0
-		for p in "$@"; do
-			i=$((i + 1))
-			(cd "$dir" && "$TMP/$name-plain.test" -test.run '^$' -test.bench "$p" -test.benchtime="$BT2" -test.cpu=1 \
-				-test.cpuprofile="$TMP/$name-$i.pprof" >/dev/null)
-			profs+=("$TMP/$name-$i.pprof")
+		local kind
+		for kind in "${kinds[@]}"; do
+			case $kind in
+			plain) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-plain.test" "$mod") ;;
+			instr) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-instr.test" -toolexec="$MX" "$mod") ;;
+			ret) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-ret.test" -toolexec="$MX -exits returns" "$mod") ;;
+			defer) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-defer.test" -toolexec="$MX -exits defer" "$mod") ;;
+			b200) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-b200.test" -toolexec="$MX -inline-budget 200" "$mod") ;;
+			none) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-none.test" -toolexec="$MX -blacklist $TMP/libs-kept.blacklist" "$mod") ;;
+			esac
 		done
-		go tool pprof -proto "${profs[@]}" >"$OUT/g2-$name.pprof" 2>/dev/null
-		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-pgoplain.test" -pgo="$OUT/g2-$name.pprof" "$mod")
-		(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-pgoinstr.test" -pgo="$OUT/g2-$name.pprof" -toolexec="$MX" "$mod")
+		if [[ " ${kinds[*]} " == *" pgoinstr "* ]]; then
+			# A CPU profile of the plain build running the same benchmarks,
+			# then both sides built with it (go build -pgo): the compiler
+			# inlines the profile's hot callees, and matrixexec leaves them
+			# without hooks.
+			log "group 2: $name CPU profile for the profile-guided builds"
+			local profs=() i=0
+			for p in "$@"; do
+				i=$((i + 1))
+				(cd "$dir" && "$TMP/$name-plain.test" -test.run '^$' -test.bench "$p" -test.benchtime="$BT2" -test.cpu=1 \
+					-test.cpuprofile="$TMP/$name-$i.pprof" >/dev/null)
+				profs+=("$TMP/$name-$i.pprof")
+			done
+			go tool pprof -proto "${profs[@]}" >"$OUT/g2-$name.pprof" 2>/dev/null
+			(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-pgoplain.test" -pgo="$OUT/g2-$name.pprof" "$mod")
+			(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-pgoinstr.test" -pgo="$OUT/g2-$name.pprof" -toolexec="$MX" "$mod")
+		fi
 		for kind in "${kinds[@]}"; do : >"$OUT/g2-$name-$kind.txt"; done
 		# One benchmark at a time, all builds back to back: a burst of load
 		# from elsewhere then hits the numbers of one ratio alike.
@@ -254,7 +271,8 @@ if measure 2; then
 			local re="${mod}[./]|runtime.matrix"
 			for spec in $cgbench; do # pattern:N
 				local pat=${spec%:*} n=${spec##*:}
-				for kind in plain instr ret defer b200 pgoplain pgoinstr; do
+				for kind in "${kinds[@]}"; do
+					[[ $kind == rec || $kind == retrec || $kind == deferrec ]] && continue
 					local c1 c2
 					c1=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" "$n" "$re")
 					c2=$(cg_count "$dir" "$TMP/$name-$kind.test" "$pat" $((2 * n)) "$re")
@@ -272,17 +290,29 @@ if measure 2; then
 		callgrind_annotate --auto=no --threshold=100 "$TMP/cg2.out" 2>/dev/null |
 			awk -v re="$5" '$0 ~ re { gsub(",", "", $1); s += $1 } END { printf "%.0f", s }'
 	}
-	lib_run fastjson github.com/valyala/fastjson \
+	want_lib fastjson && lib_run fastjson github.com/valyala/fastjson \
 		'^BenchmarkParse$/^twitter$/^fastjson$:20 ^BenchmarkValidate$/^twitter$/^fastjson$:20' \
 		'^Benchmark(Parse|Validate|ObjectGet)$/^(small|medium|large|canada|citm|twitter|items_10|items_1000)$/^(fastjson|lookups_8)$' \
 		'^Benchmark(MarshalTo|ArenaTypicalUse)$'
-	lib_run zerolog github.com/rs/zerolog \
+	want_lib zerolog && lib_run zerolog github.com/rs/zerolog \
 		'^BenchmarkInfo$:20000 ^BenchmarkLogFieldType$/^Str$:20000' \
 		'^Benchmark(LogEmpty|Disabled|Info|ContextFields|ContextAppend|LogFields|LogArrayObject)$' \
 		'^BenchmarkLogFieldType$/^(Str|Int|Float64|Time|Err|Bytes|Interface|Object)$'
-	lib_run uuid github.com/google/uuid \
+	want_lib uuid && lib_run uuid github.com/google/uuid \
 		'^BenchmarkParse$:200000 ^BenchmarkUUID_String$:200000' \
 		'^Benchmark(Parse|ParseBytes|ParseBytesUnsafe|ParseBytesCopy|UUID_String|UUID_URN|UUID_MarshalJSON|UUID_UnmarshalJSON|ParseBadLength|UUIDs_Strings)$'
+	# Three more byte-level libraries: defaults, recorder off and on,
+	# beside plain and the control. gjson's own benchmarks only validate;
+	# bench/lib/gjsonq reads fields of a 100 KB payload by path.
+	want_lib gjson && LIB_KINDS="plain none instr rec" lib_run gjson github.com/matrixgo/matrix/bench/lib/gjsonq \
+		'^BenchmarkGetMany$:200 ^BenchmarkGetMeta$:20000' \
+		'^Benchmark(GetMeta|GetAfter|GetIndex|GetMany|Query|ForEach|ParseBytes)$'
+	want_lib jsonparser && LIB_KINDS="plain none instr rec" lib_run jsonparser github.com/buger/jsonparser \
+		'^BenchmarkParseInt$:200000 ^BenchmarkGet_StringValue_NoEscape$:200000' \
+		'^Benchmark(ParseInt|EqualStr|Set|SetPreAllocated|StringEnd_NoEscape_Short|StringEnd_NoEscape_Long|StringEnd_WithEscape|TokenEnd_Number|TokenEnd_LongNumber|TokenEnd_Boolean|Get_StringValue_NoEscape|ParsePath)$'
+	want_lib yaml && LIB_KINDS="plain none instr rec" lib_run yaml gopkg.in/yaml.v3 \
+		'^Benchmark1KBMaps$:2000' \
+		'^Benchmark(1KBMaps|10KBMaps|100KBMaps)$'
 fi
 
 # ---------------------------------------------------------------------------
@@ -436,7 +466,8 @@ log "tables"
 	if has 2; then
 		echo "## 2. Real libraries' own benchmarks"
 		echo
-		for lib in fastjson zerolog uuid; do
+		for lib in fastjson zerolog uuid gjson jsonparser yaml; do
+			[[ -s $OUT/g2-$lib-plain.txt ]] || continue
 			echo "### $lib"
 			echo
 			"$TMP/benchtables" lib "$OUT" $lib

@@ -186,6 +186,7 @@ func TestScripts(t *testing.T) {
 // own, so they would take most of a -short run's time. (The [race] parts
 // of scripts are left out too: see scriptCondition.)
 var fullOnly = map[string]string{
+	"boundaries":     "downloads modernc.org/sqlite's module graph and compiles it instrumented",
 	"buildmodes":     "compiles the standard library once per build mode (race, PIE, cover, -N -l, other systems)",
 	"fw_chi":         framework,
 	"fw_echo":        framework,
@@ -202,6 +203,7 @@ var fullOnly = map[string]string{
 	"plugins":        "compiles the standard library for -buildmode=plugin",
 	"pgozerocode":    runProfile,
 	"revertedmap":    ownMap,
+	"zerocodecache":  "compiles the zero-code tracer from a copy of this checkout, three times",
 }
 
 const (

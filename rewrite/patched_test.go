@@ -12,8 +12,9 @@ import (
 	"github.com/matrixgo/matrix/internal/testgo"
 )
 
-// TestPatchedStdCompiles applies the runtime, net/http and testing patches
-// to the sources of each supported Go release, compiles the patched
+// TestPatchedStdCompiles applies the runtime, net/http, testing and
+// database/sql patches to the sources of each supported Go release,
+// compiles the patched
 // packages through go build -overlay and runs go vet on them: the
 // recorder's runtime file and the dispatch sources are checked as the Go
 // code they are, by the compiler and the vet checks of that release. With
@@ -43,7 +44,7 @@ func TestPatchedStdCompiles(t *testing.T) {
 				return cmd
 			}
 			goCmd := func(args ...string) *exec.Cmd { return goCmdIn(t.TempDir(), args...) }
-			out, err := goCmd("list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \" \"}}", "runtime", "net/http", "testing").Output()
+			out, err := goCmd("list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \" \"}}", "runtime", "net/http", "testing", "database/sql").Output()
 			if err != nil {
 				t.Fatalf("go list with %s: %v", rel, err)
 			}
@@ -89,8 +90,8 @@ func TestPatchedStdCompiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, args := range [][]string{
-				{"build", "-overlay=" + ov, "runtime", "net/http", "testing"},
-				{"vet", "-overlay=" + ov, "runtime", "net/http", "testing"},
+				{"build", "-overlay=" + ov, "runtime", "net/http", "testing", "database/sql"},
+				{"vet", "-overlay=" + ov, "runtime", "net/http", "testing", "database/sql"},
 			} {
 				if out, err := goCmd(args...).CombinedOutput(); err != nil {
 					t.Errorf("go %s with %s: %v\n%s", args[0], rel, err, out)

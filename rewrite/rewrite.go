@@ -47,6 +47,7 @@ const (
 const (
 	ReasonBodyless  = "bodyless"
 	ReasonNoCalls   = "no-calls"
+	ReasonBounded   = "bounded"
 	ReasonTrivial   = "trivial"
 	ReasonInlinable = "inlinable"
 	ReasonSmallLeaf = "small-leaf"
@@ -100,6 +101,10 @@ type Options struct {
 	// while the recorder is off (see copyEdits): the functions whose hooks
 	// are a noticeable part of a call. Zero or negative: none.
 	CopyBudget int
+	// HookBounded instruments the functions that are bounded (see
+	// boundProver) like any other, instead of skipping them with the
+	// reason ReasonBounded; the other rules still apply.
+	HookBounded bool
 	// GoRelease is the minor version of the Go release whose compiler
 	// compiles the package (27 for Go 1.27; see GoRelease): releases
 	// differ in how they name function literals in the body of a range
@@ -340,6 +345,7 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 		budget = DefaultInlineBudget
 	}
 	est := newEstimator(pkgInfo)
+	prover := newBoundProver(pkgInfo)
 
 	namer := newNamer(p.opts.GoRelease)
 	for _, f := range p.files {
@@ -395,6 +401,8 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				return skip(ReasonCgo)
 			case isTrivial(body):
 				return skip(ReasonTrivial)
+			case !p.opts.HookBounded && prover.bounded(n):
+				return skip(ReasonBounded)
 			case !hasCalls(body, pkgInfo):
 				return skip(ReasonNoCalls)
 			case budget > 0 && inlinable(kind, name, p.PkgName) && est.cost(n, budget) <= budget:

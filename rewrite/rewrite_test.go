@@ -173,8 +173,8 @@ func TestRewriteKeepsPositions(t *testing.T) {
 		reasons[s.Name] = s.Reason
 	}
 	for name, want := range map[string]string{
-		"(*T).Get": ReasonTrivial, "(*T).Set": ReasonTrivial, "leaf": ReasonNoCalls,
-		"pragma": "pragma:go:nosplit", "conv": ReasonNoCalls,
+		"(*T).Get": ReasonTrivial, "(*T).Set": ReasonTrivial, "leaf": ReasonBounded,
+		"pragma": "pragma:go:nosplit", "conv": ReasonBounded,
 	} {
 		if reasons[name] != want {
 			t.Errorf("%s skipped for %q, want %q", name, reasons[name], want)

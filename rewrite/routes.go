@@ -113,9 +113,15 @@ var routeRules = map[string]routeRule{
 					"}(handle, __matrix_rt_name(method, path)) }; "},
 		},
 	},
-	// gRPC: every unary and streaming call the server handles.
+	// gRPC: every unary and streaming call the server handles, and every
+	// call a client makes (a boundary named by its method and target).
 	"google.golang.org/grpc": {
+		needs: []string{"ClientConn.Target"},
 		hooks: []routeHook{
+			{recv: "ClientConn", name: "Invoke", params: "ctx context.Context, method string, args, reply any, opts ...CallOption",
+				text: rpcClient},
+			{recv: "ClientConn", name: "NewStream", params: "ctx context.Context, desc *StreamDesc, method string, opts ...CallOption",
+				text: rpcClient},
 			{recv: "Server", name: "processUnaryRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, md *MethodDesc, trInfo *traceInfo",
 				text: rpcCall},
 			{recv: "Server", name: "processStreamingRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo",
@@ -127,6 +133,11 @@ var routeRules = map[string]routeRule{
 // rpcCall begins the dispatch of an RPC, named "grpc", with its full
 // method as the scene.
 var rpcCall = fmt.Sprintf(`if __matrix_rt_d := __matrix_rt_call(%d, "grpc", stream.Method()); __matrix_rt_d != nil { defer __matrix_rt_end(__matrix_rt_d, "") }; `, kindRPC)
+
+// rpcClient makes a gRPC client call (unary, or the start of a stream) a
+// boundary named by its full method and its connection's target, while
+// the recorder is on.
+var rpcClient = fmt.Sprintf(`if *__matrix_rt_on != 0 && __matrix_rt_bound(%d, method, cc.Target(), "", nil) { defer __matrix_rt_unbound() }; `, abi.BoundRPC)
 
 // HasRouteHooks reports whether PatchRoutes may change package pkg.
 func HasRouteHooks(pkg string) bool { _, ok := routeRules[pkg]; return ok }

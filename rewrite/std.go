@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/matrixgo/matrix/inject"
 	"github.com/matrixgo/matrix/internal/abi"
@@ -14,11 +15,74 @@ const (
 	kindBenchmark = int(abi.KindBenchmark)
 )
 
+// bound returns the statement that brackets a call out of the program
+// with a boundary of kind (abi.BoundDB, …) while it records: a, b, c and v
+// are the expressions of its attributes (see runtime.matrixBound), only
+// evaluated while the recorder is on.
+func bound(kind int, a, b, c, v string) string {
+	return fmt.Sprintf("if __matrix_on.v != 0 && __matrix_bound(%d, %s, %s, %s, %s) { defer __matrix_unbound() }; ", kind, a, b, c, v)
+}
+
+// sqlBound is the hook of a database/sql call made through the database
+// db (an expression of type *DB) with the statement query: the statement
+// and the driver, whose package names the database system. Arguments are
+// never passed.
+func sqlBound(db, query string) string {
+	return bound(abi.BoundDB, query, `""`, `""`, db+".connector.Driver()")
+}
+
+// sqlHook hooks a database/sql method whose parameter at index q (the
+// receiver is 0) is the statement; dbOf turns the receiver into its *DB.
+func sqlHook(recv, name string, q int, dbOf func(string) string) stdHook {
+	return stdHook{recv: recv, name: name, file: "sql.go", stmt: func(p []string) string {
+		if len(p) <= q || p[0] == "_" || p[q] == "_" {
+			return ""
+		}
+		return sqlBound(dbOf(p[0]), p[q])
+	}}
+}
+
+// sqlFixed hooks a database/sql method that runs a statement of its own
+// ("BEGIN", "COMMIT", "ROLLBACK").
+func sqlFixed(recv, name, stmt string, dbOf func(string) string) stdHook {
+	return stdHook{recv: recv, name: name, file: "sql.go", stmt: func(p []string) string {
+		if len(p) == 0 || p[0] == "_" {
+			return ""
+		}
+		return sqlBound(dbOf(p[0]), strconv.Quote(stmt))
+	}}
+}
+
+func dbSelf(r string) string  { return r }
+func dbField(r string) string { return r + ".db" }
+
 func beginEnd(kind int, nameExpr string) string {
 	return fmt.Sprintf("if __matrix_d := __matrix_begin(%d, %s); __matrix_d != nil { defer __matrix_end(__matrix_d, \"\") }; ", kind, nameExpr)
 }
 
 var stdHooks = map[string][]stdHook{
+	// Every call database/sql makes to a driver is a boundary named by its
+	// statement. The methods hooked are those that every public form
+	// (Query, QueryRow, Exec, Prepare, Begin, with or without a context,
+	// on a DB, a Conn, a Tx or a Stmt) passes through once: the DB's
+	// include the wait for a free connection of its pool.
+	"database/sql": {
+		sqlHook("DB", "query", 2, dbSelf),
+		sqlHook("DB", "exec", 2, dbSelf),
+		sqlHook("DB", "prepare", 2, dbSelf),
+		sqlFixed("DB", "begin", "BEGIN", dbSelf),
+		sqlHook("Conn", "QueryContext", 2, dbField),
+		sqlHook("Conn", "ExecContext", 2, dbField),
+		sqlHook("Conn", "PrepareContext", 2, dbField),
+		sqlFixed("Conn", "BeginTx", "BEGIN", dbField),
+		sqlHook("Tx", "QueryContext", 2, dbField),
+		sqlHook("Tx", "ExecContext", 2, dbField),
+		sqlHook("Tx", "PrepareContext", 2, dbField),
+		sqlFixed("Tx", "Commit", "COMMIT", dbField),
+		sqlFixed("Tx", "Rollback", "ROLLBACK", dbField),
+		{recv: "Stmt", name: "QueryContext", file: "sql.go", stmt: stmtBound},
+		{recv: "Stmt", name: "ExecContext", file: "sql.go", stmt: stmtBound},
+	},
 	"net/http": {
 		// Every request a server handles. While recording, the
 		// request's trace context goes to the dispatch, so that exported
@@ -39,6 +103,16 @@ var stdHooks = map[string][]stdHook{
 				return ""
 			}
 			return fmt.Sprintf("if __matrix_on.v != 0 && %s >= 200 { __matrix_status(%s) }; ", p[1], p[1])
+		}},
+		// A client request is a boundary named by its method, scheme and
+		// host: never its path or query string, which may carry ids and
+		// private data.
+		{recv: "Transport", name: "roundTrip", file: "transport.go", stmt: func(p []string) string {
+			if len(p) < 2 || p[1] == "_" {
+				return ""
+			}
+			r := p[1]
+			return fmt.Sprintf("if __matrix_on.v != 0 && %s.URL != nil && __matrix_bound(%d, %s.Method, %s.URL.Scheme, %s.URL.Host, nil) { defer __matrix_unbound() }; ", r, abi.BoundHTTP, r, r, r)
 		}},
 		// A server entering its accept loop: the service is ready.
 		{recv: "Server", name: "Serve", stmt: func([]string) string {
@@ -62,6 +136,15 @@ var stdHooks = map[string][]stdHook{
 			return "if " + p[0] + ".parent != nil { " + beginEnd(kindBenchmark, p[0]+".name") + "}; "
 		}},
 	},
+}
+
+// stmtBound hooks a prepared statement's execution: its statement is the
+// one it was prepared with.
+func stmtBound(p []string) string {
+	if len(p) == 0 || p[0] == "_" {
+		return ""
+	}
+	return sqlBound(p[0]+".db", p[0]+".query")
 }
 
 // HasStdHooks reports whether PatchStd changes package pkg.

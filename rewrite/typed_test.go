@@ -75,7 +75,9 @@ func TestSelectionWithTypes(t *testing.T) {
 		t.Fatalf("go list -export: %v", err)
 	}
 	plan := func(tc *TypesConfig) map[string]string {
-		p, err := NewPlan([]string{filepath.Join(dir, "x.go")}, Options{PkgPath: "example.com/x", Types: tc})
+		// The bounded rule is TestBoundedRule's: this is the inlining
+		// estimate's test.
+		p, err := NewPlan([]string{filepath.Join(dir, "x.go")}, Options{PkgPath: "example.com/x", Types: tc, HookBounded: true})
 		if err != nil {
 			t.Fatal(err)
 		}

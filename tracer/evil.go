@@ -36,8 +36,9 @@ type Frame struct {
 	Start int64 `json:"start"`
 	// Kind is "" for a call, FrameWait for an interval in which the
 	// goroutine did not run (ID 1048575), FrameInline for a function
-	// without a hook named through a wait under it (ID 0), or
-	// FrameGoroutine.
+	// without a hook named through a wait under it (ID 0),
+	// FrameGoroutine, or a boundary (ID 1048575): FrameDB, FrameHTTP,
+	// FrameRPC.
 	Kind string `json:"kind,omitempty"`
 	// Reason is a wait's reason as goroutine dumps spell it ("sleep",
 	// "chan receive", "sync.Mutex.Lock", …), or "syscall" or "runnable".
@@ -45,6 +46,33 @@ type Frame struct {
 	// For says what a wait waited for, when the tracer can tell from
 	// where it blocked: WaitForPool.
 	For string `json:"for,omitempty"`
+	// Bound holds the attributes of a boundary (Kind FrameDB, FrameHTTP
+	// or FrameRPC).
+	Bound *Bound `json:"bound,omitempty"`
+}
+
+// Bound is a call out of the program that a report names (a boundary
+// frame): a database statement, an HTTP or a gRPC client call. Its frame's
+// children are the calls and waits inside it, and its Func names it:
+// "db <statement>", "http <method> <scheme>://<host>", "rpc <method>
+// <host>".
+type Bound struct {
+	// System is the database system, as OpenTelemetry's db.system.name
+	// names it ("sqlite", "postgresql", "mysql", …), when the driver is
+	// known.
+	System string `json:"system,omitempty"`
+	// Statement is the statement, normalised: every literal is "?",
+	// arguments never appear, and it is cut at 120 characters (package
+	// sqlnorm has the rules).
+	Statement string `json:"statement,omitempty"`
+	// Method is an HTTP request's method, or a gRPC call's full method
+	// ("/shop.Orders/Get").
+	Method string `json:"method,omitempty"`
+	// Scheme is an HTTP request's scheme.
+	Scheme string `json:"scheme,omitempty"`
+	// Host is the host (with the port, if given) an HTTP request or a
+	// gRPC call went to: never a path or a query string.
+	Host string `json:"host,omitempty"`
 }
 
 // EvilMethodTracer is the slow-call tracer, Matrix's EvilMethodTracer. It

@@ -29,7 +29,44 @@ const (
 	// time is not part of the parent's. Reason is "running" when it had
 	// not exited when the report was made.
 	FrameGoroutine = "goroutine"
+	// FrameDB is a database/sql call, named "db <statement>" (Frame.Bound
+	// has its attributes); its children are its calls and waits.
+	FrameDB = "db"
+	// FrameHTTP is a net/http client request, named "http <method>
+	// <scheme>://<host>".
+	FrameHTTP = "http"
+	// FrameRPC is a gRPC client call, named "rpc <method> <host>".
+	FrameRPC = "rpc"
 )
+
+// boundFrame names the boundary of an ExtBound interval.
+func boundFrame(x *analysis.Interval) Frame {
+	attrs := strings.Split(x.Text(), string(rune(abi.BoundSep)))
+	attr := func(i int) string {
+		if i < len(attrs) {
+			return attrs[i]
+		}
+		return ""
+	}
+	b := &Bound{}
+	f := Frame{Bound: b}
+	switch x.Reason {
+	case abi.BoundDB:
+		b.System, b.Statement = attr(0), attr(1)
+		f.Kind, f.Func = FrameDB, "db "+b.Statement
+	case abi.BoundHTTP:
+		b.Method, b.Scheme, b.Host = attr(0), attr(1), attr(2)
+		f.Kind, f.Func = FrameHTTP, "http "+b.Method+" "+b.Scheme+"://"+b.Host
+	case abi.BoundRPC:
+		b.Method, b.Host = attr(0), attr(1)
+		f.Kind, f.Func = FrameRPC, "rpc "+b.Method+" "+b.Host
+	default:
+		f.Kind, f.Func, f.Bound = FrameWait, x.KindName(), nil
+		f.Reason = "bound " + strconv.Itoa(int(x.Reason))
+	}
+	f.Func = strings.TrimSpace(f.Func)
+	return f
+}
 
 // What a wait waited for (Frame.For).
 const (
@@ -248,6 +285,17 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			st = append(st, anc{it.Depth, add, g.Func})
 			if i == res.KeyIndex {
 				key = WaitKey(g.Func, FrameGoroutine)
+			}
+			continue
+		}
+		if x.Kind == analysis.ExtBound {
+			b := boundFrame(x)
+			b.Depth, b.ID, b.Count, b.Cost, b.Start = it.Depth+add, it.ID, it.Count, it.Cost, start
+			frames = append(frames, b)
+			// The waits inside it are named from the function it is in.
+			st = append(st, anc{it.Depth, add, parent})
+			if i == res.KeyIndex {
+				key = WaitKey(b.Func, b.Kind)
 			}
 			continue
 		}

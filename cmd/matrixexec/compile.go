@@ -290,6 +290,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]stri
 		InlineBudget: cfg.inlineBudget,
 		ReturnExits:  cfg.returnExits,
 		CopyBudget:   cfg.copyBudget,
+		HookBounded:  cfg.hookBounded,
 		GoRelease:    goRelease(c.Tool),
 		TrimPath:     trim,
 		Types:        tc,

@@ -29,6 +29,7 @@ type config struct {
 	inlineBudget  int
 	returnExits   bool // exit hooks at the returns (-exits returns or copy)
 	copyBudget    int  // hook-free copies up to this cost (-exits copy)
+	hookBounded   bool // instrument bounded functions too (-bounded hook)
 	logPath       string
 	zeroCode      string          // zerocode.Auto, zerocode.On or zerocode.Off
 	toolPath      string          // the tool cmd/go runs through us, if any
@@ -59,6 +60,8 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	fs.StringVar(&exits, "exits", exits, "where exit hooks go: copy, returns or defer")
 	copyBudget := getenv("MATRIX_COPY_BUDGET")
 	fs.StringVar(&copyBudget, "copy-budget", copyBudget, "cost up to which a function keeps a hook-free copy")
+	bounded := getenv("MATRIX_BOUNDED")
+	fs.StringVar(&bounded, "bounded", bounded, "functions proven bounded: skip or hook")
 	fs.StringVar(&cfg.logPath, "log", getenv("MATRIX_LOG"), "diagnostics file")
 	fs.StringVar(&cfg.zeroCode, "zerocode", getenv("MATRIX_ZEROCODE"), "zero-code mode: auto, on or off")
 	strict := getenv("MATRIX_STRICT")
@@ -102,6 +105,13 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	case "defer":
 	default:
 		return nil, nil, fmt.Errorf("bad exit hook mode %q (MATRIX_EXITS or -exits): want copy, returns or defer", exits)
+	}
+	switch bounded {
+	case "", "skip":
+	case "hook":
+		cfg.hookBounded = true
+	default:
+		return nil, nil, fmt.Errorf("bad bounded-function mode %q (MATRIX_BOUNDED or -bounded): want skip or hook", bounded)
 	}
 	switch cfg.zeroCode {
 	case "":
@@ -259,7 +269,8 @@ var goCommandLine = gocmd.Line
 
 // zeroCodeConfig returns what zero-code mode takes from the configuration.
 func (cfg *config) zeroCodeConfig() *zerocode.Config {
-	zc := &zerocode.Config{Mode: cfg.zeroCode, MapPath: cfg.mapPath, Log: &cfg.log}
+	zc := &zerocode.Config{Mode: cfg.zeroCode, MapPath: cfg.mapPath, Log: &cfg.log,
+		ConfigHash: func() (string, error) { return configHash(cfg) }}
 	if cfg.blacklistSet || exists(cfg.blacklistPath) {
 		zc.Blacklist = cfg.blacklistPath
 	}

@@ -119,3 +119,49 @@ func TestExitsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundedConfig: -bounded (and MATRIX_BOUNDED) chooses whether
+// functions proven bounded are left out, and takes part in the cache key.
+func TestBoundedConfig(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		hook bool
+		err  string
+	}{
+		{nil, nil, false, ""},
+		{[]string{"-bounded", "skip"}, nil, false, ""},
+		{[]string{"-bounded", "hook"}, nil, true, ""},
+		{nil, map[string]string{"MATRIX_BOUNDED": "hook"}, true, ""},
+		{[]string{"-bounded", "skip"}, map[string]string{"MATRIX_BOUNDED": "hook"}, false, ""},
+		{[]string{"-bounded", "always"}, nil, false, `bad bounded-function mode "always"`},
+	} {
+		cfg, _, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q %v: error %v, want %q", tc.args, tc.env, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q %v: %v", tc.args, tc.env, err)
+		}
+		if cfg.hookBounded != tc.hook {
+			t.Errorf("%q %v: hook bounded %v, want %v", tc.args, tc.env, cfg.hookBounded, tc.hook)
+		}
+	}
+	skip, _, _ := parseConfig(nil, func(string) string { return "" })
+	hook, _, _ := parseConfig([]string{"-bounded", "hook"}, func(string) string { return "" })
+	hs, err := configHash(skip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := configHash(hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs == hh {
+		t.Error("-bounded hook and skip hash alike: a change would not rebuild")
+	}
+}

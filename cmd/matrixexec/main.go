@@ -64,10 +64,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if isToolPath(rest[0]) {
+	switch {
+	case isToolPath(rest[0]):
 		cfg.toolPath = rest[0]
 		err = toolexec(cfg, rest, stdin, stdout, stderr)
-	} else {
+	case isCCQuery(rest):
+		err = runTool(rest, stdin, stdout, stderr)
+	default:
 		err = command(cfg, rest, stdin, stdout, stderr)
 	}
 	var code exitError
@@ -90,6 +93,16 @@ func isToolPath(arg string) bool {
 	}
 	fi, err := os.Stat(arg)
 	return err == nil && !fi.IsDir()
+}
+
+// isCCQuery reports whether args is cmd/go asking the C compiler for its
+// version through the -toolexec command ("gcc -### -x c -c -"), which it
+// does for the cache key of every cgo package, with the compiler's name as
+// CC gives it (often not a path). The answer is the compiler's own: a
+// failure would put matrixexec's message in the key instead, and a new C
+// compiler would not rebuild cgo packages.
+func isCCQuery(args []string) bool {
+	return len(args) > 1 && args[1] == "-###"
 }
 
 // gcOff is set when main switched the collector off for a build step.
@@ -152,6 +165,8 @@ build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
                                            (MATRIX_EXITS, default copy)
   -copy-budget N     with -exits copy, the estimated inlining cost up to which a function
                      keeps a hook-free copy; 0 for none  (MATRIX_COPY_BUDGET, default 160)
+  -bounded MODE      functions proven to run in bounded time (no loop, no wait, calls only to
+                     such functions): skip or hook       (MATRIX_BOUNDED, default skip)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
   -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
   -strict            fail the build when the compiler rejects an instrumented package, rather

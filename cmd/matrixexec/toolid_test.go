@@ -58,3 +58,26 @@ func TestToolLineCached(t *testing.T) {
 		t.Errorf("after the tool changed: line %q, %d runs", line, runs())
 	}
 }
+
+// TestCCQueryPassesThrough: cmd/go asks the C compiler for its version
+// through the -toolexec command, by the name CC gives (here a name found
+// in PATH); the answer is the compiler's own.
+func TestCCQueryPassesThrough(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the fake compiler is a shell script")
+	}
+	dir := t.TempDir()
+	script := "#!/bin/sh\necho \"args: $*\" >&2\necho 'fakecc version 9.8.7 (test)' >&2\n"
+	if err := os.WriteFile(filepath.Join(dir, "fakecc"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"fakecc", "-###", "-x", "c", "-c", "-"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "args: -### -x c -c -") || !strings.Contains(stderr.String(), "fakecc version 9.8.7") {
+		t.Errorf("stderr %q: want the compiler's own answer", stderr.String())
+	}
+}

@@ -14,6 +14,20 @@ package route
 
 import __matrix_rt_unsafe "unsafe"
 
+//go:linkname __matrix_rt_flag runtime.matrixFlag
+func __matrix_rt_flag() *uint32
+
+// __matrix_rt_on points at the recording flag: the package's hooks file,
+// when it is instrumented, declares the flag itself, and one package
+// cannot declare it twice.
+var __matrix_rt_on = __matrix_rt_flag()
+
+//go:linkname __matrix_rt_bound runtime.matrixBound
+func __matrix_rt_bound(kind int, a, b, c string, v interface{}) bool
+
+//go:linkname __matrix_rt_unbound runtime.matrixUnbound
+func __matrix_rt_unbound()
+
 //go:linkname __matrix_rt_current runtime.matrixCurrent
 func __matrix_rt_current() __matrix_rt_unsafe.Pointer
 

@@ -748,6 +748,69 @@ func matrixDispatchStatus(code int) {
 	}
 }
 
+// Boundaries: a patched package (database/sql, net/http's client, a gRPC
+// client) brackets a call out of the program with matrixBound and
+// matrixUnbound, which write an ExtBound interval around the records of
+// the call. The text of the boundary is made by matrixBoundHook, which
+// beat installs when it starts: it normalises a statement and keeps only
+// what the boundary names (never arguments, paths or query strings).
+var matrixBoundHook func(kind int, a, b, c string, v any, buf *[matrixExtBoundWords * 8]byte) int
+
+//go:linkname matrixSetBoundHook
+func matrixSetBoundHook(f func(kind int, a, b, c string, v any, buf *[matrixExtBoundWords * 8]byte) int) {
+	matrixBoundHook = f
+}
+
+// matrixFlag returns the address of the recording flag, for a package
+// that reads it but cannot declare it under a name of its own (the route
+// hooks of a package whose hooks file declares it already).
+//
+//go:linkname matrixFlag
+func matrixFlag() *uint32 { return &matrixOn.v }
+
+// matrixBound opens a boundary of kind on a recording goroutine and
+// reports whether it did: the caller then defers matrixUnbound. The
+// patched packages call it only while the recorder is on.
+//
+//go:linkname matrixBound
+func matrixBound(kind int, a, b, c string, v any) bool {
+	gp := getg()
+	r := (*matrixRing)(gp.matrixBeat)
+	h := matrixBoundHook
+	if r == nil || r == matrixStartup || h == nil {
+		return false
+	}
+	var buf [matrixExtBoundWords * 8]byte
+	// The hook writes into buf and keeps no reference to it.
+	n := h(kind, a, b, c, v, (*[matrixExtBoundWords * 8]byte)(noescape(unsafe.Pointer(&buf))))
+	if n <= 0 || (*matrixRing)(gp.matrixBeat) != r || gp.matrixState != matrixStNone {
+		return false
+	}
+	n = min(n, len(buf))
+	words := (n + 7) / 8
+	matrixExtStart(r, matrixNow(), matrixExtBound, uint8(kind), words)
+	for i := 0; i < words; i++ {
+		var w uint64
+		for k := 0; k < 8 && 8*i+k < n; k++ {
+			w |= uint64(buf[8*i+k]) << (8 * k)
+		}
+		matrixPut(r, w)
+	}
+	return true
+}
+
+// matrixUnbound closes the boundary matrixBound opened.
+//
+//go:linkname matrixUnbound
+func matrixUnbound() {
+	gp := getg()
+	r := (*matrixRing)(gp.matrixBeat)
+	if r == nil || r == matrixStartup || gp.matrixState != matrixStNone {
+		return
+	}
+	matrixExtEnd(r, matrixNow())
+}
+
 // Waits. While a goroutine records (its slot points at a ring other than
 // the start-up ring), the intervals in which it does not run are written to
 // its ring as extended records (abi package doc): a start record, a

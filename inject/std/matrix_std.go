@@ -37,3 +37,9 @@ func __matrix_request(d __matrix_unsafe.Pointer, method, host string, tls bool)
 
 //go:linkname __matrix_status runtime.matrixDispatchStatus
 func __matrix_status(code int)
+
+//go:linkname __matrix_bound runtime.matrixBound
+func __matrix_bound(kind int, a, b, c string, v any) bool
+
+//go:linkname __matrix_unbound runtime.matrixUnbound
+func __matrix_unbound()

@@ -9,7 +9,7 @@ import (
 // whose matrix module (beat, the tracers) was written for another version:
 // the runtime it patches and the recorder it links must agree on every
 // value below. Bump it whenever a value or a linkname signature changes.
-const Version = 7
+const Version = 8
 
 // Record layout: one packed 64-bit word per event, the layout of Matrix's
 // AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
@@ -76,7 +76,66 @@ const (
 	// calls still open above the innermost instrumented function among
 	// them: they ended at the recovery.
 	ExtRecover = 5
+	// ExtBound is a boundary: the goroutine called out of the program,
+	// into a database (database/sql) or another service (an HTTP or
+	// gRPC client call). The start record is written when the call
+	// begins and the end record when it returns; the records between them
+	// (its waits, the calls it made) are its children. The reason is the
+	// boundary's kind (BoundDB, BoundHTTP, BoundRPC); the payload holds
+	// up to ExtBoundWords words of text, the attributes of the call
+	// separated by BoundSep and packed eight bytes to a word, the first
+	// byte the lowest, the last word padded with zero bytes (see
+	// PackBoundText). Arguments and query strings are never part of it.
+	ExtBound = 6
+	// ExtBoundWords is the largest number of text words of an ExtBound
+	// start record.
+	ExtBoundWords = 24
 )
+
+// Kinds of boundaries (the reason of an ExtBound start record) and the
+// attributes of their text, in order.
+const (
+	// BoundDB is a database/sql call: the database system (from the
+	// driver's package, "" when unknown) and the statement, normalised
+	// (literals become "?") and cut at BoundStatementMax characters.
+	BoundDB = 1
+	// BoundHTTP is a net/http client request: its method, scheme and
+	// host (with the port, if the URL has one); never its path or query.
+	BoundHTTP = 2
+	// BoundRPC is a gRPC client call: its full method
+	// ("/shop.Orders/Get") and the target's host.
+	BoundRPC = 3
+	// BoundSep separates the attributes of a boundary's text.
+	BoundSep = '\t'
+	// BoundStatementMax is the most characters of a statement a
+	// boundary keeps.
+	BoundStatementMax = 120
+)
+
+// PackBoundText packs the text of an ExtBound start record into payload
+// words (at most ExtBoundWords; longer text is cut).
+func PackBoundText(text string) []uint64 {
+	text = text[:min(len(text), ExtBoundWords*8)]
+	words := make([]uint64, (len(text)+7)/8)
+	for i := 0; i < len(text); i++ {
+		words[i/8] |= uint64(text[i]) << (8 * (i % 8))
+	}
+	return words
+}
+
+// UnpackBoundText returns the text packed into words by PackBoundText
+// (the zero bytes that pad it dropped).
+func UnpackBoundText(words []uint64) string {
+	b := make([]byte, 0, 8*len(words))
+	for _, w := range words {
+		for k := 0; k < 8; k++ {
+			if c := byte(w >> (8 * k)); c != 0 {
+				b = append(b, c)
+			}
+		}
+	}
+	return string(b)
+}
 
 // Payload layout of an extended start record.
 const (
@@ -328,6 +387,8 @@ const (
 	matrixExtGo          = %d
 	matrixExtGoWords     = %d
 	matrixExtRecover     = %d
+	matrixExtBound       = %d
+	matrixExtBoundWords  = %d
 	matrixExtKindShift   = %d
 	matrixExtReasonShift = %d
 	matrixExtMaxPCs      = %d
@@ -338,5 +399,5 @@ const (
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
 		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset,
 		RingSize, NameTableNextOffset, NameTableDataOffset, NameTableSize, RingRunning, RingEnded, RingAbandoned,
-		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtKindShift, ExtReasonShift, ExtMaxPCs)
+		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtBound, ExtBoundWords, ExtKindShift, ExtReasonShift, ExtMaxPCs)
 }

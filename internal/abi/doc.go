@@ -14,7 +14,7 @@
 // view of the ring and of the name table against the rendered offsets when
 // it is compiled.
 //
-// # Extended records: waits, system calls, runnable time, goroutines
+// # Extended records: waits, system calls, runnable time, goroutines, boundaries
 //
 // While a goroutine records inside a dispatch, the runtime also writes the
 // intervals in which it does not run. Such an interval is a pair of
@@ -63,6 +63,18 @@
 //	  payload                      pc in the frame that recovers
 //	  payload                      pc in its caller
 //	X(end@230)                     Pack(false, ExtID, 230)
+//
+// A boundary, a call out of the program (a database statement, an HTTP
+// or gRPC client call), is an ExtBound start record when the call begins,
+// whose reason is the boundary's kind and whose payload is its text
+// (PackBoundText), and an end record when it returns; what the goroutine
+// recorded in between is inside it:
+//
+//	X(start@120)                   Pack(true, ExtID, 120)
+//	  payload                      PackExt(ExtBound, BoundHTTP, 4)
+//	  payload × 4                  "GET\thttps\tapi.example.com", 8 bytes a word
+//	X(start@121) … X(end@300)      a wait inside the request
+//	X(end@301)                     Pack(false, ExtID, 301)
 //
 // The reason is the runtime's own waitReason of the release the program
 // was built with; only that program's runtime can name it (the beat

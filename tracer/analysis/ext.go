@@ -29,6 +29,11 @@ const (
 	// of the frame that recovered and its callers; with a FuncOf to name
 	// them, the calls the panic unwound end at its time (see AnalyzeFuncs).
 	ExtRecover = abi.ExtRecover
+	// ExtBound is a boundary: a call out of the program (a database
+	// statement, an HTTP or gRPC client call). Its item's children are
+	// the calls and waits inside it; its Reason is the boundary's kind
+	// (abi.BoundDB, …) and its PCs hold its text (see Interval.Text).
+	ExtBound = abi.ExtBound
 )
 
 // FuncOf returns the id of the instrumented function whose code holds the
@@ -93,8 +98,19 @@ func (x *Interval) KindName() string {
 		return "runnable"
 	case ExtGo:
 		return "goroutine"
+	case ExtBound:
+		return "bound"
 	}
 	return "ext" + strconv.Itoa(int(x.Kind))
+}
+
+// Text returns the text of a boundary (ExtBound): its attributes
+// separated by abi.BoundSep; "" for another interval.
+func (x *Interval) Text() string {
+	if x == nil || x.Kind != ExtBound {
+		return ""
+	}
+	return abi.UnpackBoundText(x.PCs)
 }
 
 // Concurrent reports whether the item of this interval runs beside its
@@ -104,8 +120,11 @@ func (x *Interval) Concurrent() bool { return x != nil && x.Kind == ExtGo }
 // label is the interval in a stack key without names: "wait:<reason>",
 // "syscall", "runnable" or "goroutine".
 func (x *Interval) label() string {
-	if x.Kind == ExtWait {
+	switch x.Kind {
+	case ExtWait:
 		return "wait:" + strconv.Itoa(int(x.Reason))
+	case ExtBound:
+		return "bound:" + strconv.Itoa(int(x.Reason))
 	}
 	return x.KindName()
 }
@@ -118,6 +137,17 @@ func ExtStart(kind, reason uint8, ms uint64, pcs ...uint64) []Record {
 	out := []Record{MakeRecord(true, Ext, ms), Record(abi.PackExt(kind, reason, len(pcs)))}
 	for _, pc := range pcs {
 		out = append(out, Record(pc))
+	}
+	return out
+}
+
+// BoundStart returns the start record of a boundary of kind (abi.BoundDB,
+// …) with its text, and its payload, as the runtime writes them.
+func BoundStart(kind uint8, ms uint64, text string) []Record {
+	words := abi.PackBoundText(text)
+	out := []Record{MakeRecord(true, Ext, ms), Record(abi.PackExt(ExtBound, kind, len(words)))}
+	for _, w := range words {
+		out = append(out, Record(w))
 	}
 	return out
 }

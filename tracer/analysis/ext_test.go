@@ -336,3 +336,38 @@ o D 210
 		t.Fatalf("unknown recoverer: items %v, want %v", res2.Items, want)
 	}
 }
+
+func TestBoundTree(t *testing.T) {
+	// Function 7 runs the same statement twice (each a boundary with a
+	// wait inside), then another: each boundary is an item with the id
+	// Ext, the wait inside it its child (like calls with children,
+	// boundaries with children do not fold), the third a leaf.
+	stmt := "sqlite\tSELECT * FROM t WHERE id = ?"
+	var rs []Record
+	rs = append(rs, MakeRecord(true, Dispatch, 0), MakeRecord(true, 7, 0))
+	for _, at := range []uint64{0, 100} {
+		rs = append(rs, BoundStart(abi.BoundDB, at, stmt)...)
+		rs = append(rs, ExtStart(ExtWait, 3, at, 0x10)...)
+		rs = append(rs, ExtEnd(at+90), ExtEnd(at+100))
+	}
+	rs = append(rs, BoundStart(abi.BoundDB, 200, "sqlite\tCOMMIT")...)
+	rs = append(rs, ExtEnd(205), MakeRecord(false, 7, 210), MakeRecord(false, Dispatch, 210))
+	res := Analyze(rs, Strict, 0, 210)
+	want := []Item{{0, Dispatch, 1, 210}, {1, 7, 1, 210}, {2, Ext, 1, 100}, {3, Ext, 1, 90}, {2, Ext, 1, 100}, {3, Ext, 1, 90}, {2, Ext, 1, 5}}
+	if !reflect.DeepEqual(res.Items, want) {
+		t.Fatalf("items %v, want %v", res.Items, want)
+	}
+	if got := res.Exts[2].Text(); got != stmt {
+		t.Errorf("text %q, want %q", got, stmt)
+	}
+	if got := res.Exts[6].Text(); got != "sqlite\tCOMMIT" {
+		t.Errorf("text %q", got)
+	}
+	if res.Exts[2].KindName() != "bound" || res.Exts[3].Text() != "" || res.Exts[2].Concurrent() {
+		t.Errorf("kind %q, wait text %q", res.Exts[2].KindName(), res.Exts[3].Text())
+	}
+	// The wait inside has the largest self time.
+	if res.KeyIndex != 3 {
+		t.Errorf("key index %d (%q), want 3", res.KeyIndex, res.Key)
+	}
+}

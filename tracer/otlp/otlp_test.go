@@ -219,7 +219,7 @@ func TestSpansFromReport(t *testing.T) {
 		}
 	}
 	sa := otlptest.Span{Span: slow}
-	for k, v := range map[string]string{"code.function.name": "example.com/shop.slow", "code.file.path": "/src/shop/main.go", "code.line.number": "30", "matrix.id": "7"} {
+	for k, v := range map[string]string{"code.function.name": "example.com/shop.slow", "code.file.path": "shop/main.go", "code.line.number": "30", "matrix.id": "7"} {
 		if got := sa.Attr(k); got != v {
 			t.Errorf("slow %s = %q, want %q", k, got, v)
 		}

@@ -236,3 +236,55 @@ func mustSpans(t *testing.T, r *Report) []Span {
 	}
 	return s
 }
+
+// A boundary is a CLIENT span under the semantic conventions: a database
+// call named by its operation with db.system.name and db.query.text
+// (other_sql for a driver it does not know), an HTTP client request by
+// its method with server.address, server.port and url.scheme, a gRPC call
+// by its method with rpc.* and server.address.
+func TestSpansClientBoundaries(t *testing.T) {
+	r := slowReport()
+	r.Frames = append(r.Frames,
+		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "db SELECT * FROM t WHERE id = ?", Kind: "db", Start: i64(100),
+			Bound: &tracer.Bound{System: "sqlite", Statement: "SELECT * FROM t WHERE id = ?"}},
+		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 5, Func: "db COMMIT", Kind: "db", Start: i64(130),
+			Bound: &tracer.Bound{Statement: "COMMIT"}},
+		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "http GET https://api.example.com", Kind: "http", Start: i64(140),
+			Bound: &tracer.Bound{Method: "GET", Scheme: "https", Host: "api.example.com"}},
+		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "rpc /shop.Orders/Get orders:50051", Kind: "rpc", Start: i64(170),
+			Bound: &tracer.Bound{Method: "/shop.Orders/Get", Host: "orders:50051"}},
+	)
+	spans := decode(t, mustSpans(t, r))
+	want := []struct {
+		name  string
+		attrs map[string]string
+	}{
+		{"SELECT", map[string]string{"db.system.name": "sqlite", "db.query.text": "SELECT * FROM t WHERE id = ?"}},
+		{"COMMIT", map[string]string{"db.system.name": "other_sql", "db.query.text": "COMMIT"}},
+		{"GET", map[string]string{"http.request.method": "GET", "url.scheme": "https", "server.address": "api.example.com", "server.port": "443"}},
+		{"shop.Orders/Get", map[string]string{"rpc.system": "grpc", "rpc.service": "shop.Orders", "rpc.method": "Get", "server.address": "orders", "server.port": "50051"}},
+	}
+	var clients []*tracepb.Span
+	for _, s := range spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+			clients = append(clients, s)
+		}
+	}
+	if len(clients) != len(want) {
+		t.Fatalf("%d CLIENT spans, want %d", len(clients), len(want))
+	}
+	for i, w := range want {
+		s := otlptest.Span{Span: clients[i]}
+		if s.Name != w.name {
+			t.Errorf("span %d named %q, want %q", i, s.Name, w.name)
+		}
+		for k, v := range w.attrs {
+			if got := s.Attr(k); got != v {
+				t.Errorf("span %q: %s = %q, want %q", s.Name, k, got, v)
+			}
+		}
+		if s.Attr("url.full") != "" || s.Attr("url.path") != "" || s.Attr("code.function.name") != "" {
+			t.Errorf("span %q has a URL or a function", s.Name)
+		}
+	}
+}

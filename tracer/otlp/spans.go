@@ -86,6 +86,8 @@ type Frame struct {
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 	For    string `json:"for"`
+	// Bound holds a boundary's attributes (Kind "db", "http", "rpc").
+	Bound *tracer.Bound `json:"bound"`
 }
 
 // Exported reports whether export sends the report: a slow call, LAG, ANR
@@ -110,7 +112,7 @@ type Span struct {
 	ParentSpanID [8]byte
 	HasParent    bool
 	Name         string
-	Kind         int32 // SpanKindInternal, SpanKindServer
+	Kind         int32 // SpanKindInternal, SpanKindServer, SpanKindClient
 	Flags        uint32
 	// Start and End are in ns since the Unix epoch.
 	Start, End uint64
@@ -369,6 +371,7 @@ func Spans(r *Report) ([]Span, error) {
 		start, end    int64
 		nextChild     int64
 		depthInReport int
+		fn            string // the function of the frame, if any
 	}
 	rootEnd := end.Sub(rootStart).Nanoseconds()
 	stack := []interval{{id: root.SpanID, start: 0, end: rootEnd, depthInReport: -1}}
@@ -398,6 +401,16 @@ func Spans(r *Report) ([]Span, error) {
 		start = min(max(start, p.start), p.end-length)
 		stop := start + length
 		p.nextChild = stop
+		fn := f.Func
+		if f.Bound != nil {
+			fn = "" // a boundary's name is no function's (its attributes say what it is)
+		}
+		// A goroutine's or a boundary's position is in the function
+		// that started it or made the call.
+		fileFunc := f.Func
+		if f.Bound != nil || f.Kind == tracer.FrameGoroutine {
+			fileFunc = p.fn
+		}
 		s := Span{
 			TraceID:      traceID,
 			SpanID:       spanID(seed, i),
@@ -409,13 +422,16 @@ func Spans(r *Report) ([]Span, error) {
 			Start:        unixNano(rootStart.Add(time.Duration(start))),
 			End:          unixNano(rootStart.Add(time.Duration(stop))),
 			Attributes: appendAttrs(nil,
-				str("code.function.name", f.Func), str("code.file.path", f.File), integer("code.line.number", int64(f.Line)),
+				str("code.function.name", fn), str("code.file.path", codeFilePath(fileFunc, f.File)), integer("code.line.number", int64(f.Line)),
 				integer("matrix.id", int64(f.ID)), integer("matrix.count", int64(f.Count)),
 				KeyValue{"matrix.cost_ms", Int(f.Cost)}, str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason), str("matrix.wait.for", f.For),
 			),
 		}
+		if f.Bound != nil {
+			client(&s, f)
+		}
 		spans = append(spans, s)
-		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth})
+		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth, fn: fn})
 	}
 	return spans, nil
 }
@@ -431,6 +447,68 @@ func rpcServer(root *Span, fullMethod string) {
 	if service, method, ok := strings.Cut(name, "/"); ok && service != "" && method != "" {
 		root.Attributes = append(root.Attributes, str("rpc.service", service), str("rpc.method", method))
 	}
+}
+
+// client makes s the CLIENT span of a boundary frame, named and with the
+// attributes the semantic conventions give a database call
+// (db.system.name, db.query.text), an HTTP client request
+// (http.request.method, url.scheme, server.address, server.port) or a
+// gRPC call (rpc.system, rpc.service, rpc.method, server.address).
+func client(s *Span, f Frame) {
+	b := f.Bound
+	s.Kind = SpanKindClient
+	switch f.Kind {
+	case tracer.FrameDB:
+		system := b.System
+		if system == "" {
+			system = "other_sql"
+		}
+		s.Name = system
+		if op, _, _ := strings.Cut(b.Statement, " "); op != "" && op != "?" {
+			s.Name = strings.ToUpper(op)
+		}
+		s.Attributes = appendAttrs(s.Attributes, str("db.system.name", system), str("db.query.text", b.Statement))
+	case tracer.FrameHTTP:
+		m := b.Method
+		s.Name = "HTTP"
+		if !httpMethods[m] {
+			m = "_OTHER"
+			s.Attributes = appendAttrs(s.Attributes, str("http.request.method_original", b.Method))
+		} else {
+			s.Name = m
+		}
+		s.Attributes = appendAttrs(s.Attributes, str("http.request.method", m), str("url.scheme", b.Scheme))
+		s.Attributes = serverAddress(s.Attributes, b.Host, b.Scheme)
+	case tracer.FrameRPC:
+		name := strings.TrimPrefix(b.Method, "/")
+		s.Name = name
+		s.Attributes = append(s.Attributes, str("rpc.system", "grpc"))
+		if service, method, ok := strings.Cut(name, "/"); ok && service != "" && method != "" {
+			s.Attributes = append(s.Attributes, str("rpc.service", service), str("rpc.method", method))
+		}
+		s.Attributes = serverAddress(s.Attributes, b.Host, "")
+	}
+}
+
+// serverAddress appends server.address and server.port of a host
+// ("host:port", or the host alone, whose port the scheme implies).
+func serverAddress(attrs []KeyValue, hostport, scheme string) []KeyValue {
+	if hostport == "" {
+		return attrs
+	}
+	host, port := hostport, ""
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		host, port = h, p
+	} else if scheme == "http" {
+		port = "80"
+	} else if scheme == "https" {
+		port = "443"
+	}
+	attrs = appendAttrs(attrs, str("server.address", host))
+	if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 {
+		attrs = append(attrs, KeyValue{"server.port", Int(int64(n))})
+	}
+	return attrs
 }
 
 // httpMethods are the methods the HTTP semantic conventions know; others
@@ -475,20 +553,7 @@ func httpServer(root *Span, r *Report, scene string) {
 	}
 	root.Name = name
 	root.Attributes = appendAttrs(root.Attributes, integer("http.response.status_code", int64(r.Status)), str("url.scheme", r.Scheme))
-	if r.Host != "" {
-		host, port := r.Host, ""
-		if h, p, err := net.SplitHostPort(r.Host); err == nil {
-			host, port = h, p
-		} else if r.Scheme == "http" {
-			port = "80"
-		} else if r.Scheme == "https" {
-			port = "443"
-		}
-		root.Attributes = appendAttrs(root.Attributes, str("server.address", host))
-		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 {
-			root.Attributes = append(root.Attributes, KeyValue{"server.port", Int(int64(n))})
-		}
-	}
+	root.Attributes = serverAddress(root.Attributes, r.Host, r.Scheme)
 	if r.Status >= 500 && r.Status <= 599 {
 		root.StatusCode = StatusError
 	}

@@ -61,10 +61,11 @@ const (
 
 // OTLP enum and flag values the exporter uses.
 const (
-	// SpanKindInternal and SpanKindServer are Span.SpanKind
+	// SpanKindInternal, SpanKindServer and SpanKindClient are Span.SpanKind
 	// SPAN_KIND_INTERNAL and SPAN_KIND_SERVER.
 	SpanKindInternal = 1
 	SpanKindServer   = 2
+	SpanKindClient   = 3
 	// StatusUnset and StatusError are Status.StatusCode STATUS_CODE_UNSET
 	// and STATUS_CODE_ERROR.
 	StatusUnset = 0

@@ -90,7 +90,7 @@ type profileBuilder struct {
 
 type funcKey struct{ name, file string }
 
-type labelKey struct{ scene, detail, stackKey, waitFor string }
+type labelKey struct{ scene, detail, stackKey, waitFor, bound string }
 
 type labelSet struct {
 	id int
@@ -172,7 +172,7 @@ func (b *profileBuilder) addIncident(pos string, r *report, n *names) error {
 		for j := i; j >= 0; j = nodes[j].Parent {
 			b.locs = append(b.locs, locs[j])
 		}
-		b.sample(b.locs, r, nodes[i].For, nodes[i].Self, count)
+		b.sample(b.locs, r, nodes[i].For, nodes[i].Bound, nodes[i].Self, count)
 	}
 	return nil
 }
@@ -185,7 +185,8 @@ func blamedNode(nodes []node, key string) int {
 	if fn, reason, ok := tracer.ParseWaitKey(key); ok {
 		found := false
 		for i := range nodes {
-			if nodes[i].Kind == frameKindWait && nodes[i].Func == fn && nodes[i].Reason == reason && (!found || nodes[i].Cost > nodes[best].Cost) {
+			match := nodes[i].Kind == frameKindWait && nodes[i].Reason == reason || isBoundKind(reason) && nodes[i].Kind == reason
+			if match && nodes[i].Func == fn && (!found || nodes[i].Cost > nodes[best].Cost) {
 				best, found = i, true
 			}
 		}
@@ -197,7 +198,7 @@ func blamedNode(nodes []node, key string) int {
 	}
 	found := false
 	for i := range nodes {
-		if nodes[i].ID == id && nodes[i].Kind != frameKindWait && (!found || nodes[i].Cost > nodes[best].Cost) {
+		if nodes[i].ID == id && nodes[i].Kind != frameKindWait && !isBoundKind(nodes[i].Kind) && (!found || nodes[i].Cost > nodes[best].Cost) {
 			best, found = i, true
 		}
 	}
@@ -223,8 +224,8 @@ func (b *profileBuilder) location(nd *node) *profile.Location {
 	return loc
 }
 
-func (b *profileBuilder) sample(locs []*profile.Location, r *report, waitFor string, wall, count int64) {
-	labels := b.labels(r, waitFor)
+func (b *profileBuilder) sample(locs []*profile.Location, r *report, waitFor, bound string, wall, count int64) {
+	labels := b.labels(r, waitFor, bound)
 	// FNV-1a of the path and the labels; equal keys are compared.
 	h := uint64(14695981039346656037)
 	mix := func(v uint64) {
@@ -252,15 +253,19 @@ func (b *profileBuilder) sample(locs []*profile.Location, r *report, waitFor str
 }
 
 // labels returns the labels of r's samples, with waitFor for the sample
-// of a wait that says what it waited for: one map for all the samples
-// with the same labels, and its number.
-func (b *profileBuilder) labels(r *report, waitFor string) labelSet {
-	k := labelKey{r.Scene, r.Detail, r.StackKey, waitFor}
+// of a wait that says what it waited for and bound for a sample inside a
+// boundary (its name, "db SELECT …"): one map for all the samples with
+// the same labels, and its number.
+func (b *profileBuilder) labels(r *report, waitFor, bound string) labelSet {
+	k := labelKey{r.Scene, r.Detail, r.StackKey, waitFor, bound}
 	l, ok := b.labelSets[k]
 	if !ok {
 		l = labelSet{len(b.labelSets), map[string][]string{"scene": {r.Scene}, "detail": {r.Detail}, "stackKey": {r.StackKey}}}
 		if waitFor != "" {
 			l.m["waitFor"] = []string{waitFor}
+		}
+		if bound != "" {
+			l.m["bound"] = []string{bound}
 		}
 		b.labelSets[k] = l
 	}

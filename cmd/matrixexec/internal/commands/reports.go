@@ -74,6 +74,11 @@ const (
 	// frameKindInline is a function without a hook, named by the inline
 	// tree; it is a call like any other.
 	frameKindInline = tracer.FrameInline
+	// frameKindDB, frameKindHTTP and frameKindRPC are boundaries: calls
+	// out of the program, named by their statement or host.
+	frameKindDB   = tracer.FrameDB
+	frameKindHTTP = tracer.FrameHTTP
+	frameKindRPC  = tracer.FrameRPC
 )
 
 // incident reports whether r is a slow call, lag, ANR or slow start-up:
@@ -342,7 +347,10 @@ type node struct {
 	Reason string `json:"reason,omitempty"`
 	// For is what a wait waited for, when the report says (Frame.For).
 	For string `json:"for,omitempty"`
-	ID  uint32 `json:"id"`
+	// Bound is the name of the innermost boundary the node is in, or
+	// is ("db SELECT …"; see tracer.Bound), "" outside any.
+	Bound string `json:"bound,omitempty"`
+	ID    uint32 `json:"id"`
 	// Parent is the index of the parent node, -1 for a root.
 	Parent int `json:"parent"`
 }
@@ -387,6 +395,9 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 			}
 			nd.Name = "[" + reason + "]"
 			continue
+		case frameKindDB, frameKindHTTP, frameKindRPC:
+			nd.Name, nd.Func, nd.Bound = f.Func, f.Func, f.Func
+			continue
 		case "", frameKindGoroutine, frameKindInline:
 		default:
 			return nil, fmt.Errorf("%s: frame of unknown kind %q (a report from a newer version? update matrixexec)", pos, f.Kind)
@@ -404,8 +415,18 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 			nd.Name = "go " + name
 		}
 	}
+	for i := range nodes {
+		if p := nodes[i].Parent; nodes[i].Bound == "" && p >= 0 && nodes[i].Kind != frameKindGoroutine {
+			nodes[i].Bound = nodes[p].Bound // parents come first
+		}
+	}
 	selfTimes(nodes)
 	return nodes, nil
+}
+
+// isBoundKind reports whether a frame kind is a boundary's.
+func isBoundKind(kind string) bool {
+	return kind == frameKindDB || kind == frameKindHTTP || kind == frameKindRPC
 }
 
 // selfTimes sets each node's Self: its cost minus its children's, never

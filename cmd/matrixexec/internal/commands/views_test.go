@@ -569,3 +569,62 @@ func TestPprofWaitFor(t *testing.T) {
 		t.Errorf("waitFor labels by leaf: got %q, want %q", got, want)
 	}
 }
+
+// TestBoundViews checks the boundary frames: show prints them by name
+// with their waits under them, pprof labels every sample inside one with
+// it (and no other), and a stack key that names a boundary blames it.
+func TestBoundViews(t *testing.T) {
+	in := `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"GET /orders","cost":500,"stackKey":"db SELECT * FROM t WHERE id = ?[db]|","frames":[` +
+		`{"depth":0,"id":1048574,"count":1,"cost":500,"func":"DISPATCH"},` +
+		`{"depth":1,"id":5,"count":1,"cost":500,"func":"example.com/app.loadOrder"},` +
+		`{"depth":2,"id":1048575,"count":1,"cost":400,"func":"db SELECT * FROM t WHERE id = ?","kind":"db","bound":{"system":"sqlite","statement":"SELECT * FROM t WHERE id = ?"}},` +
+		`{"depth":3,"id":1048575,"count":1,"cost":300,"func":"example.com/app.loadOrder","kind":"wait","reason":"IO wait"},` +
+		`{"depth":2,"id":1048575,"count":1,"cost":90,"func":"http GET https://api.example.com","kind":"http","bound":{"method":"GET","scheme":"https","host":"api.example.com"}}]}` + "\n"
+	code, stdout, errs := mx(t, in, "show")
+	if code != 0 {
+		t.Fatalf("show: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"   400ms      db SELECT * FROM t WHERE id = ?\n",
+		"   300ms        [IO wait]\n",
+		"    90ms      http GET https://api.example.com\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("show: no %q in\n%s", want, stdout)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "p.pb.gz")
+	if code, _, errs := mx(t, in, "pprof", "-o", out); code != 0 {
+		t.Fatalf("pprof: exit %d: %s", code, errs)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	blamed := ""
+	for _, s := range p.Sample {
+		leaf := s.Location[0].Line[0].Function.Name
+		got[leaf] = strings.Join(s.Label["bound"], ",")
+		if s.Value[1] > 0 { // the count of the node the key blames
+			blamed = leaf
+		}
+	}
+	want := map[string]string{
+		"db SELECT * FROM t WHERE id = ?":  "db SELECT * FROM t WHERE id = ?",
+		"[IO wait]":                        "db SELECT * FROM t WHERE id = ?",
+		"http GET https://api.example.com": "http GET https://api.example.com",
+		"example.com/app.loadOrder":        "",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("bound labels by leaf: got %q, want %q", got, want)
+	}
+	if blamed != "db SELECT * FROM t WHERE id = ?" {
+		t.Errorf("the stack key blames %q", blamed)
+	}
+}

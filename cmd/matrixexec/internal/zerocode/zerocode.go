@@ -29,6 +29,7 @@ import (
 
 	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/statcache"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/inject"
 	"github.com/matrixgo/matrix/internal/importcfg"
@@ -122,6 +123,12 @@ type Config struct {
 	Blacklist string
 	// Log receives debug and warning messages.
 	Log *zerolog.Logger
+	// ConfigHash returns the hash of matrixexec's configuration that its
+	// -V=full answer carries (executable, blacklist, filters, map
+	// identity, tracer sources): part of the key under which the
+	// tracer's export files are kept between builds (see autoExports).
+	// Nil keeps nothing.
+	ConfigHash func() (string, error)
 }
 
 // Hint says what a module needs for zero-code mode.
@@ -130,7 +137,7 @@ const Hint = "zero-code mode needs " + blacklist.SelfModule + " in the program's
 // autoExports builds [blacklist.AutoTracerPkg] and its dependencies with the
 // parent build's flags and returns "import path → export file" for each.
 func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
-	args := []string{"list", "-deps", "-export", "-f", "{{if .Export}}{{.ImportPath}}={{.Export}}{{end}}"}
+	args := []string{"list", "-deps", "-export", "-f", exportsFormat}
 	module := Module()
 	var env []string
 	if module == "" {
@@ -149,6 +156,27 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 		args = append(args, pgo)
 	}
 	args = append(args, blacklist.AutoTracerPkg)
+	var key *statcache.Key
+	if cfg.ConfigHash != nil && !slices.ContainsFunc(args, isOverlayFlag) {
+		// (An overlay's files can change without the overlay; such
+		// builds list the tracer every time.)
+		if h, err := cfg.ConfigHash(); err == nil {
+			key = graphKey(statcache.NewKey("zerocode-exports"), goTool).String(h)
+			for _, a := range args {
+				key.String(a)
+				if _, v, ok := strings.Cut(a, "="); ok && filepath.IsAbs(v) {
+					key.File(v) // -pgo=FILE
+				}
+			}
+			for _, e := range env {
+				key.String(e)
+			}
+			if exports := cachedExports(key); exports != nil {
+				cfg.Log.Debug().Int("deps", len(exports)).Msg("zero-code tracer's export files from the cache")
+				return exports, nil
+			}
+		}
+	}
 	cmd := nestedGo(goTool, args, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -166,16 +194,137 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 		return nil, fmt.Errorf("zero-code mode: building %s: %w\n%s", blacklist.AutoTracerPkg, err, msg)
 	}
 	exports := map[string]string{}
+	var mutable []string
 	sc := bufio.NewScanner(&stdout)
 	for sc.Scan() {
-		if path, file, ok := strings.Cut(sc.Text(), "="); ok {
+		line, dir, hasDir := strings.Cut(sc.Text(), "\t")
+		if path, file, ok := strings.Cut(line, "="); ok {
 			exports[path] = file
+			if hasDir {
+				mutable = append(mutable, dir)
+			}
 		}
 	}
 	if exports[blacklist.AutoTracerPkg] == "" {
 		return nil, fmt.Errorf("zero-code mode: go list gave no export data for %s", blacklist.AutoTracerPkg)
 	}
+	if key != nil {
+		storeExports(key, exports, mutable)
+	}
 	return exports, nil
+}
+
+// isOverlayFlag reports whether a build flag is -overlay.
+func isOverlayFlag(f string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+	return name == "overlay"
+}
+
+// exportsFormat is the go list template of autoExports: "path=export" for
+// each package with export data, followed by a tab and the package's
+// directory when its sources can change without a change to the files
+// that declare the modules (the main module's packages, those of a module
+// replaced by a directory, vendored ones): not the standard library's,
+// and not those of a module in the module cache, which never change.
+const exportsFormat = `{{if .Export}}{{.ImportPath}}={{.Export}}{{if not .Standard}}{{if not .Module}}{{"\t"}}{{.Dir}}` +
+	`{{else if or .Module.Main (not .Module.Dir) (and .Module.Replace (not .Module.Replace.Version))}}{{"\t"}}{{.Dir}}{{end}}{{end}}{{end}}`
+
+// graphKey adds to k what resolving packages in the build's module graph
+// depends on besides their sources: the go command, the directory and
+// environment the nested go command runs with, the parent build's flags,
+// and the files that declare the modules and their sums (go.mod, go.sum,
+// go.work, go.work.sum, vendor/modules.txt, the go command's environment
+// file), each by path, size and modification time.
+func graphKey(k *statcache.Key, goTool string) *statcache.Key {
+	k.File(goTool)
+	wd, _ := os.Getwd()
+	k.String(wd)
+	env := slices.DeleteFunc(os.Environ(), func(e string) bool {
+		// Which package cmd/go runs the tool for, and where matrixexec
+		// logs, change nothing that is resolved.
+		return strings.HasPrefix(e, "TOOLEXEC_IMPORTPATH=") || strings.HasPrefix(e, "MATRIX_LOG=")
+	})
+	slices.Sort(env)
+	for _, e := range env {
+		k.String(e)
+	}
+	for _, f := range gocmd.BuildFlags() {
+		k.String("flag " + f)
+		if _, v, ok := strings.Cut(f, "="); ok && filepath.IsAbs(v) {
+			k.File(v) // -pgo=FILE, -modfile=FILE, …
+		}
+	}
+	files := moduleFiles(os.Getenv, gocmd.BuildFlags)
+	if dir := Module(); dir != "" {
+		files = append(files, filepath.Join(dir, "go.mod"))
+	}
+	for _, f := range files {
+		k.File(f)
+		k.File(strings.TrimSuffix(f, filepath.Ext(f)) + ".sum")
+		k.File(filepath.Join(filepath.Dir(f), "go.work.sum"))
+		k.File(filepath.Join(filepath.Dir(f), "vendor", "modules.txt"))
+	}
+	if env := os.Getenv("GOENV"); env != "" {
+		k.File(env)
+	} else if dir, err := os.UserConfigDir(); err == nil {
+		k.File(filepath.Join(dir, "go", "env"))
+	}
+	return k
+}
+
+// cachedExports returns the export files kept under key by storeExports,
+// nil if there are none or they no longer hold: a directory of sources
+// that can change has changed, or an export file is gone (the build cache
+// was trimmed).
+func cachedExports(key *statcache.Key) map[string]string {
+	_, data := statcache.Lookup(key)
+	if data == nil {
+		return nil
+	}
+	exports := map[string]string{}
+	var dirs []string
+	stamp := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		kind, rest, _ := strings.Cut(line, " ")
+		switch kind {
+		case "stamp":
+			stamp = rest
+		case "dir":
+			dirs = append(dirs, rest)
+		case "pkg":
+			if path, file, ok := strings.Cut(rest, "="); ok {
+				exports[path] = file
+			}
+		}
+	}
+	if stamp == "" || stamp != dirsStamp(dirs) || exports[blacklist.AutoTracerPkg] == "" || !recordFilesExist(linkRecord(exports)) {
+		return nil
+	}
+	return exports
+}
+
+// storeExports keeps exports under key, with the directories of sources
+// that can change (see exportsFormat) and their stamp.
+func storeExports(key *statcache.Key, exports map[string]string, dirs []string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stamp %s\n", dirsStamp(dirs))
+	for _, d := range dirs {
+		fmt.Fprintf(&b, "dir %s\n", d)
+	}
+	for _, path := range slices.Sorted(maps.Keys(exports)) {
+		fmt.Fprintf(&b, "pkg %s=%s\n", path, exports[path])
+	}
+	statcache.Write(key.Path(), []byte(b.String()))
+}
+
+// dirsStamp returns the stamp of the files in dirs: their paths, sizes
+// and modification times.
+func dirsStamp(dirs []string) string {
+	k := statcache.NewKey("dirs")
+	for _, d := range dirs {
+		k.Dir(d)
+	}
+	return k.Sum()
 }
 
 var errNoModule = errors.New(Hint)
@@ -532,18 +681,20 @@ func checkSameBuild(path, progFile, tracerFile string) error {
 }
 
 // TracerSourceHash hashes the sources of the packages zero-code mode links
-// (this module's beat and tracer trees and its go.mod) as resolved in the
-// build's module graph, or in MATRIX_ZEROCODE_MODULE's.
+// (this module's beat, tracer and internal/abi trees and its go.mod) as
+// resolved in the build's module graph, or in MATRIX_ZEROCODE_MODULE's.
 func TracerSourceHash(goTool string) (string, error) {
-	cmd := nestedGo(goTool, []string{"list", "-m", "-f", "{{.Dir}}", blacklist.SelfModule})
-	out, err := cmd.Output()
+	dir, err := selfModuleDir(goTool)
 	if err != nil {
-		return "", fmt.Errorf("locate %s: %w", blacklist.SelfModule, err)
+		return "", err
 	}
-	dir := strings.TrimSpace(string(out))
 	h := sha256.New()
-	for _, sub := range []string{"beat", "tracer"} {
-		err := filepath.WalkDir(filepath.Join(dir, sub), func(path string, d fs.DirEntry, err error) error {
+	for _, sub := range []string{"beat", "tracer", filepath.Join("internal", "abi")} {
+		root := filepath.Join(dir, sub)
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil && path == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipDir // a version of the module without it
+			}
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
 			}
@@ -563,6 +714,28 @@ func TracerSourceHash(goTool string) (string, error) {
 		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// selfModuleDir returns the directory of this module as the build's module
+// graph (or MATRIX_ZEROCODE_MODULE's) resolves it. cmd/go asks for the
+// compiler's and the linker's tool ids on every build, and each answer
+// needs it: it is kept in the user cache directory under graphKey, so that
+// the go command is run only when what decides the answer changes.
+func selfModuleDir(goTool string) (string, error) {
+	file, b := statcache.Lookup(graphKey(statcache.NewKey("zerocode-moddir"), goTool))
+	if dir := string(b); dir != "" && exists(filepath.Join(dir, "go.mod")) {
+		return dir, nil
+	}
+	cmd := nestedGo(goTool, []string{"list", "-m", "-f", "{{.Dir}}", blacklist.SelfModule})
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locate %s: %w", blacklist.SelfModule, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir != "" {
+		statcache.Write(file, []byte(dir))
+	}
+	return dir, nil
 }
 
 func exists(path string) bool {
