@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -134,6 +135,13 @@ func readJSONLines[T any](t *testing.T, path string) ([]T, string) {
 	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
+	}
+	// The program may be writing a line as the file is read: only whole
+	// lines, each ended by its newline, are reports yet.
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		data = nil
 	}
 	var out []T
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
