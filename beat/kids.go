@@ -100,7 +100,7 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now uint64) []
 		if i+1 >= len(recs) {
 			return append(dst, r) // cut off before the payload
 		}
-		kind, _, count := abi.UnpackExt(recs[i+1])
+		kind, reason, count := abi.UnpackExt(recs[i+1])
 		end := min(i+2+count, len(recs))
 		at := len(dst)
 		dst = append(dst, recs[i:end]...)
@@ -123,7 +123,7 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now uint64) []
 		dst = spliceKids(dst, kr, kids, c.Seq, now)
 		if t == 0 {
 			// Still running: ends at the copy, marked so.
-			dst[at+1] = abi.PackExt(abi.ExtGo, abi.ExtGoRunning, abi.ExtGoWords)
+			dst[at+1] = abi.PackExt(abi.ExtGo, reason|abi.ExtGoRunning, abi.ExtGoWords)
 			t = max(now, last)
 		}
 		t = max(t, c.Begin)
@@ -177,8 +177,19 @@ func kidRecords(c *abi.Ring) (recs []uint64, open bool, last uint64) {
 		if i+2+count > len(out) {
 			return out[:i], open, last
 		}
-		last, open = max(last, ms), kind != abi.ExtGo
+		last = max(last, ms)
 		i += 1 + count
+		if kind == abi.ExtWake {
+			// A point inside the wait it ends: the wait stays open
+			// until its own end record.
+			if i+1 < len(out) {
+				i++ // the point's end record
+			} else {
+				return out[:i-1-count], open, last
+			}
+			continue
+		}
+		open = kind != abi.ExtGo
 	}
 	return out, open, last
 }

@@ -84,6 +84,12 @@ var runtimeHooks = []stdHook{
 	{file: "proc.go", name: "exitsyscall", check: noParams, stmt: func([]string) string {
 		return "if getg().matrixBeat != nil { matrixSyscallExit() }; "
 	}},
+	// A goroutine made runnable: a recording one learns who woke it
+	// (matrixReady); one that a recording goroutine wakes from a receive
+	// may be a worker handed work (matrixHandoff).
+	{file: "proc.go", name: "ready", check: params("gp", "traceskip", "next"), stmt: func(p []string) string {
+		return "if " + p[0] + ".matrixBeat != nil { matrixReady(" + p[0] + ") } else if w := getg().m.curg; w != nil && w.matrixBeat != nil { matrixHandoff(w, " + p[0] + ") }; "
+	}},
 	// A goroutine started by a recording goroutine records into a ring of
 	// its own (matrixSpawn). gostartcallfn runs in newproc1 on the system
 	// stack, with the new goroutine's gobuf: its g is the new goroutine,

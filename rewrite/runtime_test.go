@@ -35,6 +35,7 @@ func TestPatchRuntime(t *testing.T) {
 		"entersyscallblock": "()",
 		"exitsyscall":       "()",
 		"gdestroy":          "(gp *g)",
+		"ready":             "(gp *g, traceskip int, next bool)",
 	}
 	var proc strings.Builder
 	proc.WriteString("package runtime\n")

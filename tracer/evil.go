@@ -49,6 +49,25 @@ type Frame struct {
 	// Bound holds the attributes of a boundary (Kind FrameDB, FrameHTTP
 	// or FrameRPC).
 	Bound *Bound `json:"bound,omitempty"`
+	// WokenBy names the goroutine that ended a wait by waking it (a
+	// worker's send, an unlock, a signal), when another goroutine did.
+	WokenBy *Waker `json:"woken_by,omitempty"`
+	// Handoff marks a goroutine frame (FrameGoroutine) as a goroutine that
+	// existed before and was handed work by the dispatch: a parked worker
+	// woken by a send of the dispatch's goroutine. Func, File and Line are
+	// where it was parked; its children are what it did for the dispatch.
+	Handoff bool `json:"handoff,omitempty"`
+}
+
+// Waker is the goroutine that woke a waiting goroutine, and where it was:
+// the innermost function of user code it was running (inlined or not) and
+// the line there.
+type Waker struct {
+	// Goroutine is the waker's goroutine id.
+	Goroutine uint64 `json:"goroutine"`
+	Func      string `json:"func,omitempty"`
+	File      string `json:"file,omitempty"`
+	Line      int    `json:"line,omitempty"`
 }
 
 // Bound is a call out of the program that a report names (a boundary

@@ -93,8 +93,8 @@ func (r RepeatFields) Key() string {
 // their package's path: "N+1: (*orderRepo).loadItem ×48 under
 // (*orderService).checkout, 420 ms (56 %)".
 func (r RepeatFields) String() string {
-	return "N+1: " + shortName(repeatName(r.Func, r.ID)) + " ×" + strconv.Itoa(r.Calls) + " under " +
-		shortName(repeatName(r.Parent, r.ParentID)) + ", " + strconv.FormatInt(r.Cost, 10) + " ms (" + strconv.Itoa(r.Percent) + " %)"
+	return "N+1: " + ShortName(repeatName(r.Func, r.ID)) + " ×" + strconv.Itoa(r.Calls) + " under " +
+		ShortName(repeatName(r.Parent, r.ParentID)) + ", " + strconv.FormatInt(r.Cost, 10) + " ms (" + strconv.Itoa(r.Percent) + " %)"
 }
 
 // repeatName is a function's name, or its id when it has none.
@@ -105,9 +105,9 @@ func repeatName(fn string, id uint32) string {
 	return fn
 }
 
-// shortName drops the import path of a qualified function name:
+// ShortName drops the import path of a qualified function name:
 // "example.com/app.(*T).M" -> "(*T).M".
-func shortName(fn string) string {
+func ShortName(fn string) string {
 	if fn == "DISPATCH" || strings.HasPrefix(fn, "id ") {
 		return fn
 	}

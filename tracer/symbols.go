@@ -308,6 +308,7 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 		w := Frame{Depth: it.Depth + add, ID: it.ID, Count: it.Count, Cost: it.Cost, Start: start, Kind: FrameWait, Reason: reasonOf(x)}
 		if x.Kind == analysis.ExtWait {
 			w.For = waitFor(x.PCs)
+			w.WokenBy = wakerOf(x.Waker)
 		}
 		switch {
 		case len(chain) > 0:
@@ -336,8 +337,18 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 // rewriter recorded it (beat.GoCallee), at the go statement's position.
 func goroutineFrame(x *analysis.Interval) Frame {
 	f := Frame{Kind: FrameGoroutine}
-	if x.Reason == abi.ExtGoRunning {
+	if x.Running() {
 		f.Reason = "running"
+	}
+	if x.Handoff() {
+		// A worker handed work: named where it was parked.
+		f.Handoff = true
+		if len(x.PCs) > 0 {
+			if at, ok := innermostUser(x.PCs[:1]); ok {
+				f.Func, f.File, f.Line = at.Function, at.File, at.Line
+			}
+		}
+		return f
 	}
 	if len(x.PCs) > 0 {
 		if fn := runtime.FuncForPC(uintptr(x.PCs[0])); fn != nil {
@@ -351,6 +362,39 @@ func goroutineFrame(x *analysis.Interval) Frame {
 		}
 	}
 	return f
+}
+
+// wakerOf names the goroutine that woke a wait by the innermost frame of
+// user code among its program counters; nil for none.
+func wakerOf(w *analysis.Waker) *Waker {
+	if w == nil {
+		return nil
+	}
+	out := &Waker{Goroutine: w.Goid}
+	if at, ok := innermostUser(w.PCs); ok {
+		out.Func, out.File, out.Line = at.Function, at.File, at.Line
+	}
+	return out
+}
+
+// innermostUser returns the innermost frame of user code (see userCode)
+// that the return program counters pcs expand to, inlined frames included.
+func innermostUser(pcs []uint64) (runtime.Frame, bool) {
+	up := make([]uintptr, len(pcs))
+	for i, pc := range pcs {
+		up[i] = uintptr(pc)
+	}
+	frames := runtime.CallersFrames(up)
+	for {
+		f, more := frames.Next()
+		f.Function = mainPath(f.Function)
+		if f.Function != "" && userCode(f.Function) {
+			return f, true
+		}
+		if !more {
+			return runtime.Frame{}, false
+		}
+	}
 }
 
 // isGoWrapper reports whether a function name is the compiler's wrapper of

@@ -54,6 +54,27 @@ func BenchmarkPingPong(b *testing.B) {
 	})
 }
 
+// BenchmarkPingPongWorker is BenchmarkPingPong with a partner that exists
+// before the dispatch begins, as a pool's worker does: recording, each
+// send hands it work (the first 16 times it records for the dispatch, as
+// many as a dispatch's goroutines, and is counted beyond), and each of its
+// replies wakes the benchmark goroutine with a waker record.
+func BenchmarkPingPongWorker(b *testing.B) {
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v
+		}
+	}()
+	defer close(ping)
+	states(b, func(b *testing.B) {
+		for i := range b.N {
+			ping <- i
+			<-pong
+		}
+	})
+}
+
 // BenchmarkGo: one iteration starts a goroutine that ends at once; the
 // benchmark waits for a batch of 16 at a time, each batch begun in a
 // dispatch of its own (a no-op unless recording), so that recording, every

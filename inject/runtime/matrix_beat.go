@@ -181,6 +181,7 @@ var (
 
 func init() {
 	matrixEpoch = nanotime()
+	matrixKidStartFn = matrixKidStart
 	if matrixDebugBuild && gogetenv("MATRIX_DEBUG_HOOKS") == "1" {
 		matrixDebug = true
 		matrixOn.v = 1
@@ -856,9 +857,11 @@ func matrixPark(reason waitReason) {
 	if r == matrixStartup || gp.matrixState != matrixStNone {
 		return
 	}
-	if r.root != nil && atomic.Load(&(*matrixRing)(r.root).state) != matrixRingRunning {
+	if r.root != nil && (atomic.Load(&(*matrixRing)(r.root).state) != matrixRingRunning || (*matrixKid)(unsafe.Pointer(r)).handoff == matrixHandoffDelivered) {
 		// A goroutine started inside a dispatch that has ended stops
-		// recording when it first blocks: its ring goes back.
+		// recording when it first blocks, and so does a worker that was
+		// handed work and has woken a goroutine of the dispatch since
+		// (it delivered): its ring goes back.
 		gp.matrixBeat = nil
 		matrixKidDone(r)
 		return
@@ -919,6 +922,138 @@ func matrixStatus(gp *g, oldval, newval uint32) {
 			gp.matrixState = matrixStNone
 		}
 	}
+}
+
+// Wake-ups. ready, which makes a parked goroutine runnable, calls
+// matrixReady when that goroutine records and matrixHandoff when the
+// goroutine that wakes it does (see rewrite.PatchRuntime). ready runs on
+// the system stack of the thread of the waker (m.curg), which has switched
+// to it from its own stack (systemstack), or on that of a thread with no
+// goroutine (timers, the network poller); only the first has a waker.
+
+// matrixWaker returns the goroutine whose call of ready this is, or nil
+// when ready was not called by a goroutine (or by gp itself).
+//
+//go:nosplit
+func matrixWaker(gp *g) *g {
+	w := getg().m.curg
+	if w == nil || w == gp || readgstatus(w) != _Grunning {
+		return nil
+	}
+	return w
+}
+
+// matrixReady runs in ready for the recording goroutine gp while it is
+// parked: when a goroutine wakes it from a wait, the wait gets an ExtWake
+// record naming that goroutine and where it was (its return program
+// counters, the runtime's frames left out). A worker that was handed work
+// by gp's dispatch and wakes one of its goroutines has delivered
+// (matrixKid.handoff): it stops recording when it next blocks.
+func matrixReady(gp *g) {
+	r := (*matrixRing)(gp.matrixBeat)
+	if r == matrixStartup || gp.matrixState != matrixStWait {
+		return
+	}
+	w := matrixWaker(gp)
+	if w == nil {
+		return
+	}
+	if wr := (*matrixRing)(w.matrixBeat); wr != nil && wr != matrixStartup && wr.root != nil {
+		if k := (*matrixKid)(unsafe.Pointer(wr)); k.handoff == matrixHandoffWorking && (wr.root == r.root || wr.root == unsafe.Pointer(r)) {
+			k.handoff = matrixHandoffDelivered
+		}
+	}
+	var pcs [matrixExtWakePCs]uintptr
+	n := matrixUserPCs(w, pcs[:])
+	now := matrixNow()
+	matrixExtStart(r, now, matrixExtWake, 0, 1+n)
+	matrixPut(r, w.goid)
+	for _, pc := range pcs[:n] {
+		matrixPut(r, uint64(pc))
+	}
+	matrixExtEnd(r, now)
+}
+
+// matrixHandoff runs in ready when the recording goroutine w wakes gp,
+// which does not record: if gp was parked receiving from a channel, in a
+// select or on a condition, it is taken to be a worker handed work by w
+// (a job sent to a pool, a message to a connection's writer). It then
+// records for w's dispatch, as a goroutine w started would, from the
+// function it was parked in, until it blocks again after waking a
+// goroutine of the dispatch, or the dispatch ends. The runtime's own
+// goroutines are never workers.
+func matrixHandoff(w, gp *g) {
+	r := (*matrixRing)(w.matrixBeat)
+	if r == matrixStartup || matrixWaker(gp) != w {
+		return
+	}
+	switch gp.waitreason {
+	case waitReasonChanReceive, waitReasonSelect, waitReasonSyncCondWait:
+	default:
+		return
+	}
+	if isSystemGoroutine(gp, false) {
+		return
+	}
+	// gp's stack is walked holding its status with the scan bit, as the
+	// garbage collector does to scan it, so that it cannot move meanwhile.
+	if !castogscanstatus(gp, _Gwaiting, _Gscanwaiting) {
+		return
+	}
+	var pcs [1]uintptr
+	n := matrixUserPCs(gp, pcs[:])
+	casfrom_Gscanstatus(gp, _Gscanwaiting, _Gwaiting)
+	if n == 0 {
+		return
+	}
+	if f := matrixKidStartFn; f != nil {
+		f(r, gp, pcs[0], matrixExtGoHandoff)
+	}
+}
+
+// matrixKidStartFn is matrixKidStart called through a function value, out
+// of sight of the compiler's check that nothing ready calls has a write
+// barrier (ready is reachable from go:nowritebarrierrec functions, which
+// wake the garbage collector's own waiters). matrixHandoff calls it only
+// for a goroutine parked on a channel or a condition, which the code that
+// wakes it (chansend, selectgo, notifyList) does with a P, where write
+// barriers are allowed. It is set by init (a static value would be an
+// initialisation cycle through the write barrier's code).
+var matrixKidStartFn func(r *matrixRing, newg *g, fn uintptr, reason uint8) bool
+
+// matrixUserPCs writes to pcs the return program counters of gp, which is
+// not running (it is parked, or it is this thread's goroutine and switched
+// to the system stack), innermost first, from the first frame that is not
+// the runtime's; it returns how many. On amd64 it follows the frame
+// pointers from gp's saved state (a load per frame); elsewhere it unwinds.
+func matrixUserPCs(gp *g, pcs []uintptr) int {
+	const maxFrames = 32
+	var buf [maxFrames]uintptr
+	n := 0
+	if goarch.IsAmd64 != 0 {
+		for rec := gp.sched.bp; n < len(buf); n++ {
+			if rec < gp.stack.lo || rec+2*goarch.PtrSize > gp.stack.hi {
+				break
+			}
+			buf[n] = *(*uintptr)(unsafe.Pointer(rec + goarch.PtrSize))
+			rec = *(*uintptr)(unsafe.Pointer(rec))
+		}
+	} else {
+		n = gcallers(gp, 0, buf[:])
+	}
+	i := 0
+	for i < n {
+		f := findfunc(buf[i] - 1)
+		if !f.valid() {
+			return 0
+		}
+		name := funcname(f)
+		if len(name) < 8 || name[:8] != "runtime." {
+			break
+		}
+		i++
+	}
+	return copy(pcs, buf[i:n])
 }
 
 // matrixSyscallEnter notes when a recording goroutine entered a system
@@ -1014,22 +1149,29 @@ func matrixSpawn(gp, newg *g, fn uintptr) {
 	if r == matrixStartup || newg == nil {
 		return
 	}
+	matrixKidStart(r, newg, fn, 0)
+}
+
+// matrixKidStart gives goroutine newg, which is not running, a child ring
+// of the dispatch that ring r (the starter's) records for, and writes the
+// ExtGo record with pc and reason to r. It reports whether newg got one.
+func matrixKidStart(r *matrixRing, newg *g, fn uintptr, reason uint8) bool {
 	root := r
 	if r.root != nil {
 		root = (*matrixRing)(r.root)
 	}
 	if atomic.Load(&root.state) != matrixRingRunning || root.maxKids == 0 {
-		return
+		return false
 	}
 	seq := atomic.Xadd(&root.kids, 1)
 	if seq > root.maxKids {
 		atomic.Xadd(&root.lost, 1)
-		return
+		return false
 	}
 	c := matrixKidGet()
 	if c == nil {
 		atomic.Xadd(&root.lost, 1)
-		return
+		return false
 	}
 	now := matrixNow()
 	c.n, c.outer, c.frame, c.state = 0, nil, 0, matrixRingRunning
@@ -1047,15 +1189,21 @@ func matrixSpawn(gp, newg *g, fn uintptr) {
 	if !ok {
 		c.refs = 1
 		matrixKidRelease(unsafe.Pointer(c))
-		return
+		return false
 	}
-	matrixExtStart(r, now, matrixExtGo, 0, matrixExtGoWords)
+	matrixExtStart(r, now, matrixExtGo, reason, matrixExtGoWords)
 	matrixPut(r, uint64(fn))
 	matrixPut(r, uint64(seq))
 	matrixExtEnd(r, now)
-	(*matrixKid)(unsafe.Pointer(c)).g.set(newg)
+	k := (*matrixKid)(unsafe.Pointer(c))
+	k.g.set(newg)
+	k.handoff = matrixHandoffNone
+	if reason == matrixExtGoHandoff {
+		k.handoff = matrixHandoffWorking
+	}
 	newg.matrixBeat = unsafe.Pointer(c)
 	newg.matrixState, newg.matrixSys = matrixStNone, 0
+	return true
 }
 
 // matrixKidGet returns a child ring to record into, or nil when the process
@@ -1093,10 +1241,18 @@ func matrixKidGet() *matrixRing {
 // that the ring can be taken back from a goroutine parked when its
 // dispatch ends (matrixKidTake). Every child ring is one (matrixKidGet).
 type matrixKid struct {
-	ring  matrixRing // first: a *matrixRing of a child ring is a *matrixKid
-	g     guintptr   // gs are never freed
-	taken bool       // by matrixKidTake: never reused
+	ring    matrixRing // first: a *matrixRing of a child ring is a *matrixKid
+	g       guintptr   // gs are never freed
+	taken   bool       // by matrixKidTake: never reused
+	handoff uint8      // matrixHandoff*: whether the goroutine was handed work
 }
+
+// The states of a child ring's goroutine as a worker (matrixKid.handoff).
+const (
+	matrixHandoffNone      = 0 // started inside the dispatch
+	matrixHandoffWorking   = 1 // handed work (matrixHandoff)
+	matrixHandoffDelivered = 2 // … and it has woken a goroutine of the dispatch
+)
 
 // matrixKidTake takes child ring c back from its goroutine if that
 // goroutine is parked: it stops recording (what it would record after its

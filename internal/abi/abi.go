@@ -9,7 +9,7 @@ import (
 // whose matrix module (beat, the tracers) was written for another version:
 // the runtime it patches and the recorder it links must agree on every
 // value below. Bump it whenever a value or a linkname signature changes.
-const Version = 8
+const Version = 9
 
 // Record layout: one packed 64-bit word per event, the layout of Matrix's
 // AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
@@ -63,10 +63,18 @@ const (
 	ExtGo = 4
 	// ExtGoWords is the number of payload words of an ExtGo start record.
 	ExtGoWords = 2
-	// ExtGoRunning is the reason a reader gives an ExtGo start record
-	// when the goroutine was still running when the records were copied
-	// (the runtime writes 0).
+	// ExtGoRunning is the bit a reader sets in the reason of an ExtGo
+	// start record when the goroutine was still running when the records
+	// were copied (the runtime never sets it).
 	ExtGoRunning = 1
+	// ExtGoHandoff is the bit the runtime sets in the reason of an ExtGo
+	// start record when the goroutine existed before: a goroutine parked
+	// on a channel receive, a select or a condition that the recording
+	// goroutine woke, which then records for the dispatch as a goroutine
+	// it started would (work handed to a worker). The entry program
+	// counter of the payload is then the return program counter where the
+	// goroutine was parked, in its own code.
+	ExtGoHandoff = 2
 	// ExtRecover is a point, not an interval: a panic was recovered. The
 	// start record and the end record both carry the time of the
 	// recovery, read from the exact clock; the payload holds up to
@@ -87,6 +95,17 @@ const (
 	// byte the lowest, the last word padded with zero bytes (see
 	// PackBoundText). Arguments and query strings are never part of it.
 	ExtBound = 6
+	// ExtWake is a point, not an interval: another goroutine made the
+	// recording goroutine runnable while it waited. It lies inside the
+	// wait it ends, between the wait's start and end records; its payload
+	// holds the waker's goroutine id and up to ExtWakePCs return program
+	// counters of the waker, innermost first, the runtime's own frames
+	// left out. Waits that end by a timer, the network poller or the
+	// scheduler carry none.
+	ExtWake = 7
+	// ExtWakePCs is the largest number of program counters of an
+	// ExtWake record.
+	ExtWakePCs = 6
 	// ExtBoundWords is the largest number of text words of an ExtBound
 	// start record.
 	ExtBoundWords = 24
@@ -389,6 +408,9 @@ const (
 	matrixExtRecover     = %d
 	matrixExtBound       = %d
 	matrixExtBoundWords  = %d
+	matrixExtWake        = %d
+	matrixExtWakePCs     = %d
+	matrixExtGoHandoff   = %d
 	matrixExtKindShift   = %d
 	matrixExtReasonShift = %d
 	matrixExtMaxPCs      = %d
@@ -399,5 +421,5 @@ const (
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
 		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset,
 		RingSize, NameTableNextOffset, NameTableDataOffset, NameTableSize, RingRunning, RingEnded, RingAbandoned,
-		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtBound, ExtBoundWords, ExtKindShift, ExtReasonShift, ExtMaxPCs)
+		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtBound, ExtBoundWords, ExtWake, ExtWakePCs, ExtGoHandoff, ExtKindShift, ExtReasonShift, ExtMaxPCs)
 }

@@ -14,7 +14,7 @@
 // view of the ring and of the name table against the rendered offsets when
 // it is compiled.
 //
-// # Extended records: waits, system calls, runnable time, goroutines, boundaries
+// # Extended records: waits, wakers, system calls, runnable time, goroutines, boundaries
 //
 // While a goroutine records inside a dispatch, the runtime also writes the
 // intervals in which it does not run. Such an interval is a pair of
@@ -52,7 +52,24 @@
 //	X(end@100)                     Pack(false, ExtID, 100)
 //
 // A reader puts the child ring's records between the payload and the end
-// record, whose time becomes the goroutine's end (Ring.End).
+// record, whose time becomes the goroutine's end (Ring.End). The same
+// record with the reason ExtGoHandoff notes work handed to a goroutine that
+// already existed: a parked worker that the recording goroutine woke by a
+// send (or a select, or a condition's signal). The worker then records for
+// the dispatch until it blocks again after waking a goroutine of the
+// dispatch (it delivered), or until the dispatch ends.
+//
+// When another goroutine wakes a recording goroutine from a wait, an
+// ExtWake point inside the wait names it: its goroutine id and its return
+// program counters, innermost first, the runtime's frames left out:
+//
+//	X(start@100) … payload         the wait (ExtWait, <waitReasonChanReceive>)
+//	X(start@480)                   Pack(true, ExtID, 480)
+//	  payload                      PackExt(ExtWake, 0, 3)
+//	  payload                      the waker's goroutine id
+//	  payload × 2                  pcs of the waker: its send, its caller
+//	X(end@480)                     Pack(false, ExtID, 480)
+//	X(end@480)                     the wait's end
 //
 // A recovered panic is noted by an ExtRecover start record, the return
 // program counters of the recovering frame and its callers, and an end

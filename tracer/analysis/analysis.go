@@ -226,8 +226,10 @@ type done struct {
 // are of the same kind, reason and program counters, also across one
 // runnable interval between them; a runnable interval shorter than a
 // millisecond makes no item, nor does any other interval whose cost, once
-// folded, is 0 ms (a wait of a moment). ItemsExt returns what each item's
-// interval is.
+// folded, is 0 ms (a wait of a moment). A waker point (ExtWake) makes no
+// item: it names the waker of the wait it lies in (Interval.Waker; of
+// waits that fold, the first one's that has one). ItemsExt returns what
+// each item's interval is.
 func Items(recs []Record, mode Mode, endMs uint64) []Item {
 	items, _, _ := itemsTimed(recs, mode, endMs, nil)
 	return items
@@ -270,6 +272,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 			// a cost of exactly 5000 ms (DEFAULT_ANR) by the previous
 			// item's cost; we add the real cost.
 			if last.id == o.id && last.depth == o.depth && o.depth != 0 && last.parent == p && last.ext.same(o.ext) {
+				last.ext.foldWaker(o.ext)
 				last.count++
 				last.cost = satAdd(last.cost, cost)
 				enters[o.seq].item = n - 1
@@ -283,6 +286,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 			r, w := &comp[n-1], &comp[n-2]
 			if r.ext != nil && r.ext.Kind == ExtRunnable && r.depth == o.depth && r.parent == p &&
 				w.id == o.id && w.depth == o.depth && w.parent == p && w.ext.same(o.ext) {
+				w.ext.foldWaker(o.ext)
 				w.count++
 				w.cost = satAdd(w.cost, cost)
 				enters[o.seq].item = n - 2
@@ -309,6 +313,19 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 			if ext == nil {
 				continue
 			}
+		}
+		if ext != nil && ext.Kind == ExtWake {
+			// A point inside the wait it ended: its end record, which
+			// follows, is skipped too, and the wait learns its waker.
+			if i+1 < len(recs) && recs[i+1].ID() == Ext && !recs[i+1].Enter() {
+				i++
+			}
+			if n := len(stack.s); begun && n > 0 {
+				if x := stack.s[n-1].ext; x != nil && x.Kind == ExtWait && x.Waker == nil {
+					x.Waker = ext.waker()
+				}
+			}
+			continue
 		}
 		if ext != nil && ext.Kind == ExtRecover {
 			// A point: its end record, which follows, is skipped too.

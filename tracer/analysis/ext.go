@@ -34,7 +34,19 @@ const (
 	// the calls and waits inside it; its Reason is the boundary's kind
 	// (abi.BoundDB, …) and its PCs hold its text (see Interval.Text).
 	ExtBound = abi.ExtBound
+	// ExtWake is the goroutine that ended a wait by waking the recording
+	// goroutine: never an item. It is the wait's Interval.Waker.
+	ExtWake = abi.ExtWake
 )
+
+// A Waker is the goroutine that woke a recording goroutine from a wait.
+type Waker struct {
+	// Goid is the waker's goroutine id.
+	Goid uint64
+	// PCs are the waker's return program counters, innermost first, the
+	// runtime's frames left out.
+	PCs []uint64
+}
 
 // FuncOf returns the id of the instrumented function whose code holds the
 // return program counter pc (an inlined function's, for a PC runtime.Callers
@@ -54,6 +66,38 @@ type Interval struct {
 	// For ExtGo they are the entry of the goroutine's function and the
 	// goroutine's number in its dispatch.
 	PCs []uint64
+	// Waker is the goroutine that ended a wait (ExtWait), when another
+	// goroutine did (see ExtWake); nil otherwise.
+	Waker *Waker
+}
+
+// waker returns the Waker an ExtWake point names, nil if it names none.
+func (x *Interval) waker() *Waker {
+	if len(x.PCs) == 0 {
+		return nil
+	}
+	return &Waker{Goid: x.PCs[0], PCs: x.PCs[1:]}
+}
+
+// foldWaker keeps a waker for x, which y's wait folds into: x's own, or
+// else y's.
+func (x *Interval) foldWaker(y *Interval) {
+	if x != nil && y != nil && x.Waker == nil {
+		x.Waker = y.Waker
+	}
+}
+
+// Handoff reports whether the goroutine of an ExtGo interval existed
+// before and was handed work by the dispatch (abi.ExtGoHandoff) rather
+// than started by it.
+func (x *Interval) Handoff() bool {
+	return x != nil && x.Kind == ExtGo && x.Reason&abi.ExtGoHandoff != 0
+}
+
+// Running reports whether the goroutine of an ExtGo interval was still
+// running when its records were copied (abi.ExtGoRunning).
+func (x *Interval) Running() bool {
+	return x != nil && x.Kind == ExtGo && x.Reason&abi.ExtGoRunning != 0
 }
 
 // decodeExt reads the payload that follows an extended start record: it

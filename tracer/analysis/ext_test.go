@@ -371,3 +371,82 @@ func TestBoundTree(t *testing.T) {
 		t.Errorf("key index %d (%q), want 3", res.KeyIndex, res.Key)
 	}
 }
+
+func TestWakerOfWait(t *testing.T) {
+	// Function 7 waits on a channel (reason 7) from 0 to 300 ms, woken by
+	// goroutine 42 at 0x500 (called from 0x600); then it sleeps, which
+	// nothing but a timer ends; a wake point outside any wait (garbage)
+	// names nothing.
+	rs := events(t, `
+i D 0
+i 7 0
+w 7 0 0x10
+`)
+	rs = append(rs, ExtStart(ExtWake, 0, 300, 42, 0x500, 0x600)...)
+	rs = append(rs, ExtEnd(300))
+	rs = append(rs, events(t, `
+e 300
+w 3 300 0x20
+e 400
+`)...)
+	rs = append(rs, ExtStart(ExtWake, 0, 400, 43, 0x700)...)
+	rs = append(rs, ExtEnd(400))
+	rs = append(rs, events(t, `
+o 7 400
+o D 400
+`)...)
+	items, exts := ItemsExt(rs, Strict, 0)
+	want := []Item{{0, Dispatch, 1, 400}, {1, 7, 1, 400}, {2, Ext, 1, 300}, {2, Ext, 1, 100}}
+	if !reflect.DeepEqual(items, want) {
+		t.Fatalf("items %v, want %v (a wake point is no item)", items, want)
+	}
+	if w := exts[2].Waker; w == nil || w.Goid != 42 || !reflect.DeepEqual(w.PCs, []uint64{0x500, 0x600}) {
+		t.Errorf("channel wait's waker %+v, want goroutine 42 at 0x500, 0x600", w)
+	}
+	if exts[3].Waker != nil {
+		t.Errorf("sleep's waker %+v, want none", exts[3].Waker)
+	}
+}
+
+func TestWakerFolds(t *testing.T) {
+	// Two receives at the same place fold; the first has no waker (a
+	// close by the runtime, say), the second has one: the item keeps it.
+	rs := events(t, `
+i D 0
+i 7 0
+w 7 0 0x10
+e 100
+w 7 100 0x10
+`)
+	rs = append(rs, ExtStart(ExtWake, 0, 250, 9, 0x900)...)
+	rs = append(rs, ExtEnd(250))
+	rs = append(rs, events(t, `
+e 250
+o 7 250
+o D 250
+`)...)
+	items, exts := ItemsExt(rs, Strict, 0)
+	want := []Item{{0, Dispatch, 1, 250}, {1, 7, 1, 250}, {2, Ext, 2, 250}}
+	if !reflect.DeepEqual(items, want) {
+		t.Fatalf("items %v, want %v", items, want)
+	}
+	if w := exts[2].Waker; w == nil || w.Goid != 9 {
+		t.Errorf("folded wait's waker %+v, want goroutine 9", w)
+	}
+}
+
+func TestHandoffGoroutine(t *testing.T) {
+	// The runtime marks a worker handed work with ExtGoHandoff; a reader
+	// adds ExtGoRunning when it still ran at the copy.
+	x := &Interval{Kind: ExtGo, Reason: abi.ExtGoHandoff | abi.ExtGoRunning}
+	if !x.Handoff() || !x.Running() {
+		t.Errorf("handoff %v running %v, want both", x.Handoff(), x.Running())
+	}
+	x = &Interval{Kind: ExtGo}
+	if x.Handoff() || x.Running() {
+		t.Errorf("a started goroutine that ended: handoff %v running %v", x.Handoff(), x.Running())
+	}
+	if (&Interval{Kind: ExtWait, Reason: abi.ExtGoHandoff}).Handoff() {
+		t.Error("a wait is no handoff")
+	}
+}

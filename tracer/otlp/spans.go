@@ -88,6 +88,10 @@ type Frame struct {
 	For    string `json:"for"`
 	// Bound holds a boundary's attributes (Kind "db", "http", "rpc").
 	Bound *tracer.Bound `json:"bound"`
+	// WokenBy names the goroutine that ended a wait (tracer.Frame.WokenBy).
+	WokenBy *tracer.Waker `json:"woken_by"`
+	// Handoff marks a worker handed work (tracer.Frame.Handoff).
+	Handoff bool `json:"handoff"`
 }
 
 // Exported reports whether export sends the report: a slow call, LAG, ANR
@@ -427,6 +431,13 @@ func Spans(r *Report) ([]Span, error) {
 				KeyValue{"matrix.cost_ms", Int(f.Cost)}, str("matrix.frame.kind", f.Kind), str("matrix.wait.reason", f.Reason), str("matrix.wait.for", f.For),
 			),
 		}
+		if w := f.WokenBy; w != nil {
+			s.Attributes = appendAttrs(s.Attributes, integer("matrix.woken_by.goroutine", int64(w.Goroutine)),
+				str("matrix.woken_by.function", w.Func), str("matrix.woken_by.file.path", codeFilePath(w.Func, w.File)), integer("matrix.woken_by.line.number", int64(w.Line)))
+		}
+		if f.Handoff {
+			s.Attributes = appendAttrs(s.Attributes, KeyValue{"matrix.handoff", Bool(true)})
+		}
 		if f.Bound != nil {
 			client(&s, f)
 		}
@@ -581,6 +592,9 @@ func frameName(f Frame) string {
 		name = "id " + strconv.FormatUint(uint64(f.ID), 10)
 	}
 	if f.Kind == tracer.FrameGoroutine {
+		if f.Handoff {
+			return "[handoff] " + name
+		}
 		return "[goroutine] " + name
 	}
 	return name

@@ -90,7 +90,7 @@ type profileBuilder struct {
 
 type funcKey struct{ name, file string }
 
-type labelKey struct{ scene, detail, stackKey, waitFor, bound string }
+type labelKey struct{ scene, detail, stackKey, waitFor, bound, wokenBy string }
 
 type labelSet struct {
 	id int
@@ -172,7 +172,7 @@ func (b *profileBuilder) addIncident(pos string, r *report, n *names) error {
 		for j := i; j >= 0; j = nodes[j].Parent {
 			b.locs = append(b.locs, locs[j])
 		}
-		b.sample(b.locs, r, nodes[i].For, nodes[i].Bound, nodes[i].Self, count)
+		b.sample(b.locs, r, &nodes[i], count)
 	}
 	return nil
 }
@@ -224,8 +224,9 @@ func (b *profileBuilder) location(nd *node) *profile.Location {
 	return loc
 }
 
-func (b *profileBuilder) sample(locs []*profile.Location, r *report, waitFor, bound string, wall, count int64) {
-	labels := b.labels(r, waitFor, bound)
+func (b *profileBuilder) sample(locs []*profile.Location, r *report, nd *node, count int64) {
+	wall := nd.Self
+	labels := b.labels(r, nd.For, nd.Bound, nd.WokenBy)
 	// FNV-1a of the path and the labels; equal keys are compared.
 	h := uint64(14695981039346656037)
 	mix := func(v uint64) {
@@ -253,16 +254,20 @@ func (b *profileBuilder) sample(locs []*profile.Location, r *report, waitFor, bo
 }
 
 // labels returns the labels of r's samples, with waitFor for the sample
-// of a wait that says what it waited for and bound for a sample inside a
-// boundary (its name, "db SELECT …"): one map for all the samples with
-// the same labels, and its number.
-func (b *profileBuilder) labels(r *report, waitFor, bound string) labelSet {
-	k := labelKey{r.Scene, r.Detail, r.StackKey, waitFor, bound}
+// of a wait that says what it waited for, wokenBy for that of a wait
+// another goroutine ended ("(*pool).work pool.go:31") and bound for a
+// sample inside a boundary (its name, "db SELECT …"): one map for all the
+// samples with the same labels, and its number.
+func (b *profileBuilder) labels(r *report, waitFor, bound, wokenBy string) labelSet {
+	k := labelKey{r.Scene, r.Detail, r.StackKey, waitFor, bound, wokenBy}
 	l, ok := b.labelSets[k]
 	if !ok {
 		l = labelSet{len(b.labelSets), map[string][]string{"scene": {r.Scene}, "detail": {r.Detail}, "stackKey": {r.StackKey}}}
 		if waitFor != "" {
 			l.m["waitFor"] = []string{waitFor}
+		}
+		if wokenBy != "" {
+			l.m["wokenBy"] = []string{wokenBy}
 		}
 		if bound != "" {
 			l.m["bound"] = []string{bound}

@@ -347,6 +347,13 @@ type node struct {
 	Reason string `json:"reason,omitempty"`
 	// For is what a wait waited for, when the report says (Frame.For).
 	For string `json:"for,omitempty"`
+	// WokenBy names the goroutine that ended a wait, when another did
+	// (Frame.WokenBy): "(*pool).work pool.go:31", or "goroutine N" when
+	// it was in no user code.
+	WokenBy string `json:"wokenBy,omitempty"`
+	// Handoff marks a goroutine node as a worker handed work by the
+	// dispatch (Frame.Handoff).
+	Handoff bool `json:"handoff,omitempty"`
 	// Bound is the name of the innermost boundary the node is in, or
 	// is ("db SELECT …"; see tracer.Bound), "" outside any.
 	Bound string `json:"bound,omitempty"`
@@ -394,6 +401,7 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 				reason = "wait"
 			}
 			nd.Name = "[" + reason + "]"
+			nd.WokenBy = wakerName(f.WokenBy)
 			continue
 		case frameKindDB, frameKindHTTP, frameKindRPC:
 			nd.Name, nd.Func, nd.Bound = f.Func, f.Func, f.Func
@@ -413,6 +421,9 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 		nd.Func, nd.File, nd.Line, nd.Name = name, file, line, name
 		if f.Kind == frameKindGoroutine {
 			nd.Name = "go " + name
+			if f.Handoff {
+				nd.Name, nd.Handoff = "handed to "+name, true
+			}
 		}
 	}
 	for i := range nodes {
@@ -422,6 +433,21 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 	}
 	selfTimes(nodes)
 	return nodes, nil
+}
+
+// wakerName names the goroutine that woke a wait: its function, short,
+// and the base name of its file with the line; "goroutine N" when it was
+// in no user code; "" for none.
+func wakerName(w *tracer.Waker) string {
+	switch {
+	case w == nil:
+		return ""
+	case w.Func == "":
+		return "goroutine " + strconv.FormatUint(w.Goroutine, 10)
+	case w.File == "":
+		return tracer.ShortName(w.Func)
+	}
+	return tracer.ShortName(w.Func) + " " + filepath.Base(w.File) + ":" + strconv.Itoa(w.Line)
 }
 
 // isBoundKind reports whether a frame kind is a boundary's.
@@ -465,6 +491,9 @@ func printTree(w io.Writer, indent string, nodes []node) {
 			name += " (" + nd.Reason + " at the report)"
 		case nd.Kind == frameKindWait && nd.For != "":
 			name += " for " + nd.For
+		}
+		if nd.WokenBy != "" {
+			name += " woken by " + nd.WokenBy
 		}
 		fmt.Fprintf(w, "%s%6dms  %s%s%s%s\n", indent, nd.Cost, strings.Repeat("  ", nd.Depth), name, count, pos)
 	}

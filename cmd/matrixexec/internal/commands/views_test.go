@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/matrixgo/matrix/tracer"
 )
 
 const kindsReports = "testdata/reports/kinds.jsonl"
@@ -99,6 +101,28 @@ func TestResolveTreeKinds(t *testing.T) {
 	if want := "[chan receive] for a free database/sql connection  a.go:7\n"; !strings.Contains(out.String(), want) {
 		t.Errorf("printTree: no %q in\n%s", want, out.String())
 	}
+
+	// A wait another goroutine ended names it, and a worker handed work
+	// is named as such; a waker in no user code is its goroutine.
+	frames[2].WokenBy = &tracer.Waker{Goroutine: 12, Func: "example.com/a.(*pool).work", File: "/src/a/pool.go", Line: 31}
+	frames[3].Handoff = true
+	frames[5].WokenBy = &tracer.Waker{Goroutine: 13}
+	nodes, err = resolveTree("x:1", frames, n, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	printTree(&out, "", nodes)
+	for _, want := range []string{
+		"[chan receive] for a free database/sql connection woken by (*pool).work pool.go:31  a.go:7\n",
+		"  handed to example.com/a.g\n",
+		"[wait] woken by goroutine 13\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printTree: no %q in\n%s", want, out.String())
+		}
+	}
+	frames[2].WokenBy, frames[3].Handoff, frames[5].WokenBy = nil, false, nil
 
 	frames[4].Kind = "teleport"
 	if _, err := resolveTree("r.jsonl:3", frames, n, true); err == nil || !strings.Contains(err.Error(), `r.jsonl:3: frame of unknown kind "teleport"`) {
