@@ -199,6 +199,7 @@ var fullOnly = map[string]string{
 	"mapfs":          ownMap,
 	"mappaths":       ownMap,
 	"modules":        ownMap,
+	"nplusone_sql":   "downloads modernc.org/sqlite's module graph and compiles it instrumented, as boundaries does",
 	"pgo":            runProfile,
 	"plugins":        "compiles the standard library for -buildmode=plugin",
 	"pgozerocode":    runProfile,

@@ -115,8 +115,9 @@ type Bound struct {
 //	cpu        process CPU time used during the dispatch, ms (unix only)
 //	usage      cpu / wall time as a percentage, "37.50%" (unix only)
 //	traceparent  the request's W3C trace context, when it had a valid one
-//	repeat     the costliest N+1 pattern of the tree, when it has one
-//	           (RepeatFields; see TraceConfig.Repeats)
+//	repeat     the costliest N+1 pattern of the tree, when it has one: a
+//	           function, or a statement or client call (bound), repeated
+//	           by one call of another (RepeatFields; see TraceConfig.Repeats)
 //
 // Go has no per-goroutine CPU clock (a goroutine moves between threads):
 // cpu and usage are process-wide (getrusage RUSAGE_SELF), so other

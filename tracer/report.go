@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/matrixgo/matrix/beat"
 )
@@ -68,12 +69,15 @@ type EvilReport struct {
 }
 
 // RepeatFields describe an N+1 pattern: one call of Parent called Func
-// Calls times, and those calls took Cost ms, Percent % of the report's
-// cost (analysis.Repeat, named).
+// Calls times, or issued the boundary Bound Calls times, and those calls
+// took Cost ms, Percent % of the report's cost (analysis.Repeat, named).
 type RepeatFields struct {
 	// Func and Parent are the functions as "import/path.Name" (Parent is
 	// "DISPATCH" for calls made by the dispatch itself), "" when the
-	// binary does not know the id; ID and ParentID are their ids.
+	// binary does not know the id; ID and ParentID are their ids. For a
+	// repeated boundary, Func is named as its frame is ("db <statement>",
+	// "http <method> <scheme>://<host>", "rpc <method> <host>") and ID is
+	// 1048575, as a boundary frame's.
 	Func     string `json:"func"`
 	ID       uint32 `json:"id"`
 	Parent   string `json:"parent"`
@@ -81,20 +85,79 @@ type RepeatFields struct {
 	Calls    int    `json:"calls"`
 	Cost     int64  `json:"cost"`
 	Percent  int    `json:"percent"`
+	// Bound is the repeated boundary, when the pattern is one of the same
+	// statement (or request) issued again and again rather than of calls
+	// of a function.
+	Bound *RepeatBound `json:"bound,omitempty"`
+}
+
+// RepeatBound is a boundary repeated by an N+1 pattern (RepeatFields.Bound).
+// Like a boundary frame, it never holds a statement's arguments or
+// literals, nor a request's path or query.
+type RepeatBound struct {
+	// Kind is the boundary's frame kind: FrameDB, FrameHTTP or FrameRPC.
+	Kind string `json:"kind"`
+	// Text is what was repeated, as the frame names it after its kind:
+	// the statement, normalised (Bound.Statement); "<method>
+	// <scheme>://<host>" of an HTTP request; "<method> <host>" of a gRPC
+	// call.
+	Text string `json:"text"`
+	// System is a statement's database system, when the driver is known.
+	System string `json:"system,omitempty"`
+}
+
+// what names the repeated function, or boundary: "db <statement>", ….
+func (r RepeatFields) what() string {
+	if r.Bound != nil {
+		return strings.TrimSpace(r.Bound.Kind + " " + r.Bound.Text)
+	}
+	return repeatName(r.Func, r.ID)
 }
 
 // Key is what reports with the same pattern share, for grouping them:
-// "<func> under <parent>".
+// "<func> under <parent>", "db <statement> under <parent>".
 func (r RepeatFields) Key() string {
-	return repeatName(r.Func, r.ID) + " under " + repeatName(r.Parent, r.ParentID)
+	return r.what() + " under " + repeatName(r.Parent, r.ParentID)
 }
 
 // String renders the pattern for people, with the functions named without
 // their package's path: "N+1: (*orderRepo).loadItem ×48 under
-// (*orderService).checkout, 420 ms (56 %)".
+// (*orderService).checkout, 420 ms (56 %)". A repeated boundary is named
+// as show names its frame, a long one cut (repeatCut): "N+1: db SELECT
+// price FROM items WHERE id = ? ×48 under (*orderRepo).load, 420 ms (56 %)".
 func (r RepeatFields) String() string {
-	return "N+1: " + ShortName(repeatName(r.Func, r.ID)) + " ×" + strconv.Itoa(r.Calls) + " under " +
+	what := r.what()
+	if r.Bound != nil {
+		what = cutText(what, repeatCut)
+	} else {
+		what = ShortName(what)
+	}
+	return "N+1: " + what + " ×" + strconv.Itoa(r.Calls) + " under " +
 		ShortName(repeatName(r.Parent, r.ParentID)) + ", " + strconv.FormatInt(r.Cost, 10) + " ms (" + strconv.Itoa(r.Percent) + " %)"
+}
+
+// repeatCut is the most characters of a repeated boundary's name that
+// RepeatFields.String shows; Key keeps it whole.
+const repeatCut = 80
+
+// cutText cuts s to at most n characters (runes), on a space when there is
+// one among its last 20, and marks the cut with "…".
+func cutText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	cut, i := 0, 0
+	for k := range s {
+		if i == n-1 {
+			cut = k
+			break
+		}
+		i++
+	}
+	if sp := strings.LastIndexByte(s[:cut], ' '); sp > 0 && utf8.RuneCountInString(s[sp:cut]) <= 20 {
+		cut = sp
+	}
+	return strings.TrimRight(s[:cut], " ") + "…"
 }
 
 // repeatName is a function's name, or its id when it has none.

@@ -41,7 +41,13 @@ const (
 
 // boundFrame names the boundary of an ExtBound interval.
 func boundFrame(x *analysis.Interval) Frame {
-	attrs := strings.Split(x.Text(), string(rune(abi.BoundSep)))
+	return boundFrameOf(x.Reason, x.Text())
+}
+
+// boundFrameOf names a boundary of kind (abi.BoundDB, …) with text (its
+// attributes separated by abi.BoundSep).
+func boundFrameOf(kind uint8, text string) Frame {
+	attrs := strings.Split(text, string(rune(abi.BoundSep)))
 	attr := func(i int) string {
 		if i < len(attrs) {
 			return attrs[i]
@@ -50,7 +56,7 @@ func boundFrame(x *analysis.Interval) Frame {
 	}
 	b := &Bound{}
 	f := Frame{Bound: b}
-	switch x.Reason {
+	switch kind {
 	case abi.BoundDB:
 		b.System, b.Statement = attr(0), attr(1)
 		f.Kind, f.Func = FrameDB, "db "+b.Statement
@@ -61,8 +67,8 @@ func boundFrame(x *analysis.Interval) Frame {
 		b.Method, b.Host = attr(0), attr(1)
 		f.Kind, f.Func = FrameRPC, "rpc "+b.Method+" "+b.Host
 	default:
-		f.Kind, f.Func, f.Bound = FrameWait, x.KindName(), nil
-		f.Reason = "bound " + strconv.Itoa(int(x.Reason))
+		f.Kind, f.Func, f.Bound = FrameWait, "bound", nil
+		f.Reason = "bound " + strconv.Itoa(int(kind))
 	}
 	f.Func = strings.TrimSpace(f.Func)
 	return f
@@ -170,7 +176,9 @@ func (t callTree) fill(r *EvilReport, note string) {
 		if t.res.Cost > 0 {
 			f.Percent = int(min(rp.Cost*100/t.res.Cost, 100))
 		}
-		if fn, ok := beat.Lookup(rp.ID); ok {
+		if rp.Bound != 0 {
+			f.Func, f.Bound = repeatBound(rp.Bound, rp.Text)
+		} else if fn, ok := beat.Lookup(rp.ID); ok {
 			f.Func = fn.String()
 		}
 		if fn, ok := beat.Lookup(rp.Parent); ok {
@@ -178,6 +186,19 @@ func (t callTree) fill(r *EvilReport, note string) {
 		}
 		r.Repeat = f
 	}
+}
+
+// repeatBound names a repeated boundary of kind (abi.BoundDB, …) with
+// text: as its frame is named ("db <statement>", …), and its kind and
+// text. A boundary of a kind this binary does not know is "bound <kind>",
+// without them.
+func repeatBound(kind uint8, text string) (string, *RepeatBound) {
+	f := boundFrameOf(kind, text)
+	if f.Bound == nil {
+		return f.Reason, nil
+	}
+	b := &RepeatBound{Kind: f.Kind, Text: strings.TrimSpace(strings.TrimPrefix(f.Func, f.Kind)), System: f.Bound.System}
+	return f.Func, b
 }
 
 // Notes of a slow call without a call tree.

@@ -19,7 +19,8 @@ const TracePluginTag = "Trace"
 const DefaultEvilThreshold = 700 * time.Millisecond
 
 // Defaults of TraceConfig.Repeats: a function called at least 10 times by
-// one call of another, in at least 20 % of the dispatch's time, is an N+1
+// one call of another (or a statement, an HTTP or gRPC client call issued
+// as often by it), in at least 20 % of the dispatch's time, is an N+1
 // pattern.
 const (
 	DefaultRepeatMinCalls   = 10
@@ -49,8 +50,10 @@ type TraceConfig struct {
 	// EvilScenes configures the estimate of each scene's costs.
 	EvilScenes SceneConfig
 	// Repeats is what makes an N+1 pattern in a slow call's tree: one
-	// call of a function calls another at least MinCalls times, and
-	// those calls take at least MinPercent % of the dispatch. The report
+	// call of a function calls another at least MinCalls times, or
+	// issues the same boundary (database statement, HTTP or gRPC client
+	// call) as often, and those calls take at least MinPercent % of the
+	// dispatch. The report
 	// names the costliest (its repeat field). Zero fields mean their
 	// defaults, DefaultRepeatMinCalls and DefaultRepeatMinPercent; a
 	// negative MinCalls finds none.
@@ -157,8 +160,9 @@ const (
 	EnvEvilMethod = "MATRIX_EVIL_METHOD"
 	// EnvSummary turns the summary tracer on or off.
 	EnvSummary = "MATRIX_SUMMARY"
-	// EnvRepeatMinCalls is the number of calls by one call of a function
-	// that makes an N+1 pattern (0: none).
+	// EnvRepeatMinCalls is the number of calls of a function, or of one
+	// boundary, by one call of a function that makes an N+1 pattern (0:
+	// none).
 	EnvRepeatMinCalls = "MATRIX_REPEAT_MIN_CALLS"
 	// EnvRepeatMinPercent is the share of the dispatch, in %, those calls
 	// must take.
@@ -182,8 +186,9 @@ const (
 //	MATRIX_EVIL_FLOOR_MS      floor of "slow for its scene" in ms (1..86400000)
 //	MATRIX_EVIL_SCENE_REPORTS_PER_MIN  reports per scene a minute for being
 //	                          slow for it (1..1000000)
-//	MATRIX_REPEAT_MIN_CALLS   calls of a function by one call of another
-//	                          that make an N+1 pattern (0..1000000; 0: none)
+//	MATRIX_REPEAT_MIN_CALLS   calls of a function (or of one statement or
+//	                          client call) by one call of another that make
+//	                          an N+1 pattern (0..1000000; 0: none)
 //	MATRIX_REPEAT_MIN_PERCENT share of the dispatch those calls take, in %
 //	                          (1..100)
 //	MATRIX_BUFFER_SIZE        records per recording buffer (1..16777216)

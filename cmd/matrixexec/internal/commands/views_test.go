@@ -556,10 +556,66 @@ func TestRepeatViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"N+1 (function ×calls under its caller)", "N+1: (*orderRepo).loadItem ×48 under (*orderService).checkout, 420 ms (56 %)", "(no N+1)"} {
+	for _, want := range []string{"N+1 (function or statement ×calls under its caller)", "N+1: (*orderRepo).loadItem ×48 under (*orderService).checkout, 420 ms (56 %)", "(no N+1)"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// TestRepeatViewsBound checks that a repeated statement is shown, grouped
+// and paged as its frame is named, grouped by its whole statement.
+func TestRepeatViewsBound(t *testing.T) {
+	report := func(scene string, cost int, stmt string, calls int) string {
+		return `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"` + scene + `","cost":` + strconv.Itoa(cost) + `,"stackKey":"5|","frames":[` +
+			`{"depth":0,"id":1048574,"count":1,"cost":` + strconv.Itoa(cost) + `,"func":"DISPATCH"},` +
+			`{"depth":1,"id":5,"count":1,"cost":` + strconv.Itoa(cost) + `,"func":"example.com/app.(*orderRepo).load"},` +
+			`{"depth":2,"id":1048575,"count":1,"cost":10,"func":"db ` + stmt + `","kind":"db","bound":{"system":"sqlite","statement":"` + stmt + `"}}],` +
+			`"repeat":{"func":"db ` + stmt + `","id":1048575,"parent":"example.com/app.(*orderRepo).load","parentId":5,"calls":` + strconv.Itoa(calls) + `,"cost":420,"percent":56,` +
+			`"bound":{"kind":"db","text":"` + stmt + `","system":"sqlite"}}}` + "\n"
+	}
+	const price = "SELECT price FROM items WHERE id = ?"
+	in := report("GET /orders", 750, price, 48) + report("GET /orders", 700, price, 40) + report("GET /cart", 600, "SELECT name FROM items WHERE id = ?", 12)
+	code, out, errs := mx(t, in, "show")
+	if code != 0 {
+		t.Fatalf("show: exit %d: %s", code, errs)
+	}
+	if want := "  N+1: db SELECT price FROM items WHERE id = ? ×48 under (*orderRepo).load, 420 ms (56 %)\n"; !strings.Contains(out, want) {
+		t.Errorf("show: no line %q in\n%s", want, out)
+	}
+	code, out, errs = mx(t, in, "top", "-by", "repeat", "-json")
+	if code != 0 {
+		t.Fatalf("top: exit %d: %s", code, errs)
+	}
+	var res topResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Key, Repeat string
+		Count       int
+	}
+	var got []row
+	for _, g := range res.Groups {
+		got = append(got, row{g.Key, g.Repeat, g.Count})
+	}
+	want := []row{
+		{"db SELECT price FROM items WHERE id = ? under example.com/app.(*orderRepo).load", "N+1: db SELECT price FROM items WHERE id = ? ×48 under (*orderRepo).load, 420 ms (56 %)", 2},
+		{"db SELECT name FROM items WHERE id = ? under example.com/app.(*orderRepo).load", "N+1: db SELECT name FROM items WHERE id = ? ×12 under (*orderRepo).load, 420 ms (56 %)", 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("top -by repeat: groups\n got %+v\nwant %+v", got, want)
+	}
+	page := filepath.Join(t.TempDir(), "r.html")
+	if code, _, errs = mx(t, in, "html", "-by", "repeat", "-o", page); code != 0 {
+		t.Fatalf("html: exit %d: %s", code, errs)
+	}
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "N+1: db SELECT price FROM items WHERE id = ? ×48 under (*orderRepo).load"; !strings.Contains(string(data), want) {
+		t.Errorf("page lacks %q", want)
 	}
 }
 
