@@ -26,7 +26,8 @@ import (
 type routeRule struct {
 	hooks []routeHook
 	// needs are members the statements use besides the parameters, each
-	// "Type.name": a field of struct type Type or a method on it.
+	// "Type.name": a field of struct type Type or a method on it, or a
+	// package-level variable's name.
 	needs []string
 }
 
@@ -114,14 +115,25 @@ var routeRules = map[string]routeRule{
 		},
 	},
 	// gRPC: every unary and streaming call the server handles, and every
-	// call a client makes (a boundary named by its method and target).
+	// call a client makes (a boundary named by its method and target): a
+	// unary call, the opening of a stream, and each later operation of the
+	// stream that waits for the server (rpcStream).
 	"google.golang.org/grpc": {
-		needs: []string{"ClientConn.Target"},
+		needs: []string{"ClientConn.Target", "clientStream.callHdr", "clientStream.cc", "clientStream.desc", "unaryStreamDesc"},
 		hooks: []routeHook{
 			{recv: "ClientConn", name: "Invoke", params: "ctx context.Context, method string, args, reply any, opts ...CallOption",
 				text: rpcClient},
 			{recv: "ClientConn", name: "NewStream", params: "ctx context.Context, desc *StreamDesc, method string, opts ...CallOption",
 				text: rpcClient},
+			{recv: "clientStream", name: "SendMsg", params: "m any",
+				text: rpcStream + "; "},
+			// After the binary log's call to Header, which is a boundary
+			// of its own: the two follow each other, not one in the other.
+			{recv: "clientStream", name: "RecvMsg", params: "m any",
+				after: "var recvInfo *payloadInfo",
+				text:  "; " + rpcStream},
+			{recv: "clientStream", name: "Header", params: "",
+				text: rpcStream + "; "},
 			{recv: "Server", name: "processUnaryRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, md *MethodDesc, trInfo *traceInfo",
 				text: rpcCall},
 			{recv: "Server", name: "processStreamingRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo",
@@ -138,6 +150,24 @@ var rpcCall = fmt.Sprintf(`if __matrix_rt_d := __matrix_rt_call(%d, "grpc", stre
 // boundary named by its full method and its connection's target, while
 // the recorder is on.
 var rpcClient = fmt.Sprintf(`if *__matrix_rt_on != 0 && __matrix_rt_bound(%d, method, cc.Target(), "", nil) { defer __matrix_rt_unbound() }; `, abi.BoundRPC)
+
+// rpcStream makes each operation of a client stream that can wait for the
+// server a boundary named like the stream's opening, by its full method and
+// its connection's target: SendMsg (flow control), RecvMsg (the next
+// message) and Header (the response's headers); CloseSend only queues a
+// frame. The method is the stream's CallHdr.Method, a field of package
+// internal/transport, which needs cannot name.
+//
+// A unary call runs on a client stream too: Invoke, a boundary already,
+// calls its SendMsg and RecvMsg (and Header, with the binary log). That
+// stream's StreamDesc is unaryStreamDesc, as gRPC itself tells unary calls
+// from streams, and its operations open no boundary: a unary call is one
+// frame, not one with two or three inside it. No other level would do: the
+// stream a program opens and the stream of Invoke are the same
+// *clientStream, made by the same function. (A SubConn's Invoke, for health
+// checks and load reports, uses unaryStreamDesc on an addrConnStream, which
+// is not hooked: programs do not reach it.)
+var rpcStream = fmt.Sprintf(`if *__matrix_rt_on != 0 && cs.desc != unaryStreamDesc && __matrix_rt_bound(%d, cs.callHdr.Method, cs.cc.Target(), "", nil) { defer __matrix_rt_unbound() }`, abi.BoundRPC)
 
 // HasRouteHooks reports whether PatchRoutes may change package pkg.
 func HasRouteHooks(pkg string) bool { _, ok := routeRules[pkg]; return ok }
@@ -238,7 +268,8 @@ func PatchRoutes(pkg string, files []string, dir string) (out []string, note str
 }
 
 // collectMembers adds the fields of f's struct types and its methods to
-// members, each as "Type.name".
+// members, each as "Type.name", and its package-level variables, each as
+// its name.
 func collectMembers(f *ast.File, members map[string]bool) {
 	for _, d := range f.Decls {
 		switch d := d.(type) {
@@ -248,6 +279,12 @@ func collectMembers(f *ast.File, members map[string]bool) {
 			}
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
+				if vs, ok := s.(*ast.ValueSpec); ok && d.Tok == token.VAR {
+					for _, n := range vs.Names {
+						members[n.Name] = true
+					}
+					continue
+				}
 				ts, ok := s.(*ast.TypeSpec)
 				if !ok {
 					continue
@@ -275,7 +312,7 @@ func findStmt(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {
 			return false
 		}
 		switch s := n.(type) {
-		case *ast.AssignStmt, *ast.ExprStmt:
+		case *ast.AssignStmt, *ast.ExprStmt, *ast.DeclStmt:
 			if printed(fset, s) == text {
 				found = s.(ast.Stmt)
 			}

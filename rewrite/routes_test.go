@@ -118,3 +118,170 @@ func TestPatchRoutes(t *testing.T) {
 		t.Errorf("a package without rule: files %v, note %q, err %v", files, note, err)
 	}
 }
+
+// grpcShape is the part of gRPC's client and server that its hooks rely
+// on; grpcTransport stands in for its internal/transport package.
+const grpcShape = `package grpc
+
+import (
+	"context"
+
+	"google.golang.org/grpc/internal/transport"
+)
+
+type CallOption interface{}
+
+type StreamDesc struct{ ServerStreams, ClientStreams bool }
+
+type ClientConn struct{ target string }
+
+func (cc *ClientConn) Target() string { return cc.target }
+
+var unaryStreamDesc = &StreamDesc{}
+
+type clientStream struct {
+	callHdr *transport.CallHdr
+	cc      *ClientConn
+	desc    *StreamDesc
+}
+
+type payloadInfo struct{}
+
+func (cs *clientStream) SendMsg(m any) (err error) { return nil }
+
+func (cs *clientStream) RecvMsg(m any) error {
+	if m == nil {
+		cs.Header()
+	}
+	var recvInfo *payloadInfo
+	_ = recvInfo
+	return nil
+}
+
+func (cs *clientStream) CloseSend() error { return nil }
+
+func (cs *clientStream) Header() (map[string][]string, error) { return nil, nil }
+
+func (cc *ClientConn) Invoke(ctx context.Context, method string, args, reply any, opts ...CallOption) error {
+	cs := &clientStream{callHdr: &transport.CallHdr{Method: method}, cc: cc, desc: unaryStreamDesc}
+	cs.SendMsg(args)
+	return cs.RecvMsg(reply)
+}
+
+func (cc *ClientConn) NewStream(ctx context.Context, desc *StreamDesc, method string, opts ...CallOption) (any, error) {
+	return &clientStream{callHdr: &transport.CallHdr{Method: method}, cc: cc, desc: desc}, nil
+}
+
+type Server struct{}
+
+type serviceInfo struct{}
+
+type MethodDesc struct{}
+
+type traceInfo struct{}
+
+func (s *Server) processUnaryRPC(ctx context.Context, stream *transport.ServerStream, info *serviceInfo, md *MethodDesc, trInfo *traceInfo) error {
+	return nil
+}
+
+func (s *Server) processStreamingRPC(ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo) error {
+	return nil
+}
+`
+
+const grpcTransport = `package transport
+
+type CallHdr struct{ Method string }
+
+type ServerStream struct{ method string }
+
+func (s *ServerStream) Method() string { return s.method }
+`
+
+// grpcImporter imports grpcTransport for gRPC's internal/transport, and
+// the standard library.
+type grpcImporter struct {
+	transport *types.Package
+	std       types.Importer
+}
+
+func (im grpcImporter) Import(path string) (*types.Package, error) {
+	if path == "google.golang.org/grpc/internal/transport" {
+		return im.transport, nil
+	}
+	return im.std.Import(path)
+}
+
+// TestPatchRoutesGRPC: gRPC's client calls get their boundaries, a client
+// stream's SendMsg, RecvMsg (after the binary log's call to Header) and
+// Header theirs, which a unary call's stream does not open; the patched
+// package compiles. A version without a member the statements use is left
+// untouched.
+func TestPatchRoutesGRPC(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "stream.go")
+	if err := os.WriteFile(src, []byte(grpcShape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files, note, err := PatchRoutes("google.golang.org/grpc", []string{src}, dir)
+	if err != nil || note != "" {
+		t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stream = `if *__matrix_rt_on != 0 && cs.desc != unaryStreamDesc && __matrix_rt_bound(3, cs.callHdr.Method, cs.cc.Target(), "", nil) { defer __matrix_rt_unbound() }`
+	for _, s := range []string{
+		`func (cs *clientStream) SendMsg(m any) (err error) {` + stream + `; `,
+		"\tvar recvInfo *payloadInfo; " + stream + `/*line ` + src + ":33:27*/\n",
+		`func (cs *clientStream) Header() (map[string][]string, error) {` + stream + `; `,
+		`func (cc *ClientConn) Invoke(ctx context.Context, method string, args, reply any, opts ...CallOption) error {if *__matrix_rt_on != 0 && __matrix_rt_bound(3, method, cc.Target(), "", nil) { defer __matrix_rt_unbound() }; `,
+		`opts ...CallOption) (any, error) {if *__matrix_rt_on != 0 && __matrix_rt_bound(3, method, cc.Target(), "", nil) { defer __matrix_rt_unbound() }; `,
+		`func (cs *clientStream) CloseSend() error { return nil }`,
+	} {
+		if !strings.Contains(string(out), s) {
+			t.Errorf("patched file has no %q:\n%s", s, out)
+		}
+	}
+	if n := strings.Count(string(out), "__matrix_rt_bound("); n != 5 {
+		t.Errorf("%d boundaries in the patched file, want 5 (Invoke, NewStream, SendMsg, RecvMsg, Header)", n)
+	}
+
+	fset := token.NewFileSet()
+	tf, err := parser.ParseFile(fset, "transport.go", grpcTransport, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := (&types.Config{}).Check("google.golang.org/grpc/internal/transport", fset, []*ast.File{tf}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var astFiles []*ast.File
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		astFiles = append(astFiles, af)
+	}
+	conf := types.Config{Importer: grpcImporter{transport: tp, std: importer.Default()}}
+	if _, err := conf.Check("grpc", fset, astFiles, nil); err != nil {
+		t.Errorf("the patched package does not type-check: %v", err)
+	}
+
+	for _, tc := range []struct{ name, from, to, note string }{
+		{"desc", "desc    *StreamDesc\n}", "}", "no clientStream.desc"},
+		{"unary", "var unaryStreamDesc = &StreamDesc{}", "", "no unaryStreamDesc"},
+		{"recvInfo", "var recvInfo *payloadInfo\n\t_ = recvInfo", "", `has no statement "var recvInfo *payloadInfo"`},
+	} {
+		other := filepath.Join(t.TempDir(), "stream.go")
+		if err := os.WriteFile(other, []byte(strings.Replace(grpcShape, tc.from, tc.to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files, note, err := PatchRoutes("google.golang.org/grpc", []string{other}, t.TempDir())
+		if err != nil || !strings.Contains(note, tc.note) || !slices.Equal(files, []string{other}) {
+			t.Errorf("%s: files %v, note %q, err %v; want the file unchanged and a note with %q", tc.name, files, note, err, tc.note)
+		}
+	}
+}
