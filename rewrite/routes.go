@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/matrixgo/matrix/inject"
@@ -49,11 +50,13 @@ const kindRPC = int(abi.KindRPC)
 // routeRules are the routers and RPC servers whose requests get their
 // route template, or RPC method, as the scene. Each sets "METHOD unmatched"
 // first, and the template once the router matched one: a request that
-// matches no route never has its path as the scene.
-var routeRules = map[string]routeRule{
+// matches no route never has its path as the scene. A package whose
+// releases differ in shape has a rule per shape, newest first: the first
+// that fits is applied.
+var routeRules = map[string][]routeRule{
 	// gin: the engine's match, with the route's full path (groups
 	// included).
-	"github.com/gin-gonic/gin": {
+	"github.com/gin-gonic/gin": {{
 		needs: []string{"Context.Request", "Context.fullPath"},
 		hooks: []routeHook{
 			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
@@ -62,11 +65,11 @@ var routeRules = map[string]routeRule{
 				after: "c.fullPath = value.fullPath",
 				text:  "; __matrix_rt_route(c.Request.Method, c.fullPath)"},
 		},
-	},
+	}},
 	// echo v4: the router's match, with the route's path as registered
 	// (groups included). A route registered with RouteNotFound is the
 	// node's notFoundHandler: its requests matched no route.
-	"github.com/labstack/echo/v4": {
+	"github.com/labstack/echo/v4": {{
 		needs: []string{"node.notFoundHandler"},
 		hooks: []routeHook{
 			{recv: "Router", name: "Find", params: "method, path string, c Context",
@@ -75,11 +78,11 @@ var routeRules = map[string]routeRule{
 				after: "ctx.handler = matchedRouteMethod.handler",
 				text:  "; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) }"},
 		},
-	},
+	}},
 	// chi v5: each router's match; a mounted router matches after the
 	// router it is mounted on, and RoutePattern joins the patterns of
 	// both.
-	"github.com/go-chi/chi/v5": {
+	"github.com/go-chi/chi/v5": {{
 		needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
 		hooks: []routeHook{
 			{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
@@ -88,10 +91,10 @@ var routeRules = map[string]routeRule{
 				after: "rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern)",
 				text:  "; if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }"},
 		},
-	},
+	}},
 	// gorilla/mux: the router's match; a subrouter's route has the full
 	// path template.
-	"github.com/gorilla/mux": {
+	"github.com/gorilla/mux": {{
 		needs: []string{"Route.GetPathTemplate", "RouteMatch.Route", "RouteMatch.MatchErr"},
 		hooks: []routeHook{
 			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
@@ -100,11 +103,11 @@ var routeRules = map[string]routeRule{
 				after: "handler = match.Handler",
 				text:  "; if match.Route != nil && match.MatchErr == nil { __matrix_rt_template(req.Method, match.Route) }"},
 		},
-	},
+	}},
 	// httprouter keeps no route's path past its registration: each
 	// handle is wrapped where it is registered. (Its module declares no
 	// Go version: the statements are Go 1.7's.)
-	"github.com/julienschmidt/httprouter": {
+	"github.com/julienschmidt/httprouter": {{
 		hooks: []routeHook{
 			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
 				text: `__matrix_rt_route(req.Method, ""); `},
@@ -113,33 +116,47 @@ var routeRules = map[string]routeRule{
 					"return func(w http.ResponseWriter, r *http.Request, p Params) { __matrix_rt_named(scene); h(w, r, p) } " +
 					"}(handle, __matrix_rt_name(method, path)) }; "},
 		},
-	},
+	}},
 	// gRPC: every unary and streaming call the server handles, and every
-	// call a client makes (a boundary named by its method and target): a
-	// unary call, the opening of a stream, and each later operation of the
-	// stream that waits for the server (rpcStream).
-	"google.golang.org/grpc": {
-		needs: []string{"ClientConn.Target", "clientStream.callHdr", "clientStream.cc", "clientStream.desc", "unaryStreamDesc"},
-		hooks: []routeHook{
-			{recv: "ClientConn", name: "Invoke", params: "ctx context.Context, method string, args, reply any, opts ...CallOption",
-				text: rpcClient},
-			{recv: "ClientConn", name: "NewStream", params: "ctx context.Context, desc *StreamDesc, method string, opts ...CallOption",
-				text: rpcClient},
-			{recv: "clientStream", name: "SendMsg", params: "m any",
-				text: rpcStream + "; "},
-			// After the binary log's call to Header, which is a boundary
-			// of its own: the two follow each other, not one in the other.
-			{recv: "clientStream", name: "RecvMsg", params: "m any",
-				after: "var recvInfo *payloadInfo",
-				text:  "; " + rpcStream},
-			{recv: "clientStream", name: "Header", params: "",
-				text: rpcStream + "; "},
+	// call a client makes, every message a client stream sends or receives
+	// (a boundary named by its method and target). Newer releases handle
+	// unary and streaming calls in one function (processRPC).
+	"google.golang.org/grpc": {{
+		needs: grpcNeeds,
+		hooks: slices.Concat(grpcClientHooks, []routeHook{
+			{recv: "Server", name: "processRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo",
+				text: rpcCall},
+		}),
+	}, {
+		needs: grpcNeeds,
+		hooks: slices.Concat(grpcClientHooks, []routeHook{
 			{recv: "Server", name: "processUnaryRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, md *MethodDesc, trInfo *traceInfo",
 				text: rpcCall},
 			{recv: "Server", name: "processStreamingRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo",
 				text: rpcCall},
-		},
-	},
+		}),
+	}},
+}
+
+// grpcNeeds are the members gRPC's hooks use, in every release they fit.
+var grpcNeeds = []string{"ClientConn.Target", "clientStream.callHdr", "clientStream.cc", "clientStream.desc", "unaryStreamDesc"}
+
+// grpcClientHooks are gRPC's client hooks, the same in every release they
+// fit.
+var grpcClientHooks = []routeHook{
+	{recv: "ClientConn", name: "Invoke", params: "ctx context.Context, method string, args, reply any, opts ...CallOption",
+		text: rpcClient},
+	{recv: "ClientConn", name: "NewStream", params: "ctx context.Context, desc *StreamDesc, method string, opts ...CallOption",
+		text: rpcClient},
+	{recv: "clientStream", name: "SendMsg", params: "m any",
+		text: rpcStream + "; "},
+	// After the binary log's call to Header, which is a boundary
+	// of its own: the two follow each other, not one in the other.
+	{recv: "clientStream", name: "RecvMsg", params: "m any",
+		after: "var recvInfo *payloadInfo",
+		text:  "; " + rpcStream},
+	{recv: "clientStream", name: "Header", params: "",
+		text: rpcStream + "; "},
 }
 
 // rpcCall begins the dispatch of an RPC, named "grpc", with its full
@@ -180,10 +197,19 @@ func HasRouteHooks(pkg string) bool { _, ok := routeRules[pkg]; return ok }
 // missing: the package then builds as it is, with the scene "http" for its
 // requests.
 func PatchRoutes(pkg string, files []string, dir string) (out []string, note string, err error) {
-	rule, ok := routeRules[pkg]
-	if !ok {
-		return files, "", nil
+	var notes []string
+	for _, rule := range routeRules[pkg] {
+		out, note, err := patchRoutesWith(pkg, rule, files, dir)
+		if err != nil || note == "" {
+			return out, "", err
+		}
+		notes = append(notes, note)
 	}
+	return files, strings.Join(notes, "; nor the shape of another release: "), nil
+}
+
+// patchRoutesWith is PatchRoutes with one rule of pkg's.
+func patchRoutesWith(pkg string, rule routeRule, files []string, dir string) (out []string, note string, err error) {
 	type parsed struct {
 		sf   *srcFile
 		fset *token.FileSet

@@ -270,6 +270,42 @@ func TestPatchRoutesGRPC(t *testing.T) {
 		t.Errorf("the patched package does not type-check: %v", err)
 	}
 
+	// Newer releases handle every call in processRPC: that shape fits,
+	// and its server hook is the one dispatch of a call.
+	const (
+		unary     = "func (s *Server) processUnaryRPC(ctx context.Context, stream *transport.ServerStream, info *serviceInfo, md *MethodDesc, trInfo *traceInfo) error {\n\treturn nil\n}\n\n"
+		streaming = "func (s *Server) processStreamingRPC("
+		unified   = "func (s *Server) processRPC("
+	)
+	if !strings.Contains(grpcShape, unary) || !strings.Contains(grpcShape, streaming) {
+		t.Fatal("grpcShape lacks the server functions")
+	}
+	newer := filepath.Join(t.TempDir(), "stream.go")
+	if err := os.WriteFile(newer, []byte(strings.Replace(strings.Replace(grpcShape, unary, "", 1), streaming, unified, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err = PatchRoutes("google.golang.org/grpc", []string{newer}, t.TempDir())
+	if err != nil || note != "" {
+		t.Fatalf("processRPC shape: note %q, err %v", note, err)
+	}
+	if out, err = os.ReadFile(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), unified+"ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo) error {"+rpcCall) ||
+		strings.Count(string(out), "__matrix_rt_call(") != 1 || strings.Count(string(out), "__matrix_rt_bound(") != 5 {
+		t.Errorf("processRPC shape: patched file\n%s", out)
+	}
+	// A package with neither shape is left alone, and the note says what
+	// each shape missed.
+	neither := filepath.Join(t.TempDir(), "stream.go")
+	if err := os.WriteFile(neither, []byte(strings.Replace(strings.Replace(grpcShape, unary, "", 1), streaming, "func (s *Server) other(", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err = PatchRoutes("google.golang.org/grpc", []string{neither}, t.TempDir())
+	if err != nil || !slices.Equal(files, []string{neither}) || !strings.Contains(note, "no function (Server).processRPC") || !strings.Contains(note, "no function (Server).processUnaryRPC") {
+		t.Errorf("neither shape: files %v, note %q, err %v", files, note, err)
+	}
+
 	for _, tc := range []struct{ name, from, to, note string }{
 		{"desc", "desc    *StreamDesc\n}", "}", "no clientStream.desc"},
 		{"unary", "var unaryStreamDesc = &StreamDesc{}", "", "no unaryStreamDesc"},

@@ -975,8 +975,10 @@ func matrixReady(gp *g) {
 }
 
 // matrixHandoff runs in ready when the recording goroutine w wakes gp,
-// which does not record: if gp was parked receiving from a channel, in a
-// select or on a condition, it is taken to be a worker handed work by w
+// which does not record: if gp was parked receiving from a channel, or in
+// a select, and w sent it a value (a close wakes every receiver: it hands
+// nothing), or gp waited on a condition that w signalled, it is taken to
+// be a worker handed work by w
 // (a job sent to a pool, a message to a connection's writer). It then
 // records for w's dispatch, as a goroutine w started would, from the
 // function it was parked in, until it blocks again after waking a
@@ -988,7 +990,13 @@ func matrixHandoff(w, gp *g) {
 		return
 	}
 	switch gp.waitreason {
-	case waitReasonChanReceive, waitReasonSelect, waitReasonSyncCondWait:
+	case waitReasonChanReceive, waitReasonSelect:
+		// A value sent, not a close: the sender hands gp the sudog it
+		// was parked with (gp.param), marked a success.
+		if sg := (*sudog)(gp.param); sg == nil || !sg.success {
+			return
+		}
+	case waitReasonSyncCondWait:
 	default:
 		return
 	}
