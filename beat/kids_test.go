@@ -306,3 +306,74 @@ func TestParkedForeverGoroutinesReturnTheirBuffers(t *testing.T) {
 		t.Errorf("the later dispatch's goroutine is not in its tree:\n%s", res.Stack)
 	}
 }
+
+// TestWorkerHandedWorkRecordsIntoDispatch: a goroutine that existed before
+// the dispatch, parked receiving jobs, records the job a dispatch's send
+// hands it into that dispatch, under the function that sent it, and stops
+// once it has delivered the answer and blocks again; the dispatch's wait
+// for the answer names the worker as its waker. A close wakes the workers
+// without handing them work.
+func TestWorkerHandedWorkRecordsIntoDispatch(t *testing.T) {
+	requireLinked(t)
+	o := observeKids(t, Config{})
+	jobs, done := make(chan int), make(chan uint64)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-jobs:
+				Enter(12)
+				time.Sleep(50 * time.Millisecond)
+				Exit(12)
+				done <- rtGoid()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	time.Sleep(10 * time.Millisecond) // the worker parks
+	before := ReadStats()
+	var worker uint64
+	Run("handoff", func() {
+		Enter(7)
+		jobs <- 1
+		worker = <-done
+		Exit(7)
+	})
+	res := o.res["handoff"]
+	gs := goroutines(res)
+	if len(gs) != 1 || !res.Exts[gs[0]].Handoff() {
+		t.Fatalf("goroutine items %v, want one handoff:\n%s", gs, res.Stack)
+	}
+	g := gs[0]
+	if p := parentItem(res.Items, g); p < 0 || res.Items[p].ID != 7 {
+		t.Errorf("the worker's item is not under function 7:\n%s", res.Stack)
+	}
+	if c := childItem(res.Items, g, 12); c < 0 || res.Items[c].Cost < 45 {
+		t.Errorf("the worker's item lacks its 50 ms call of 12:\n%s", res.Stack)
+	}
+	var woken bool
+	for i, x := range res.Exts {
+		if x != nil && x.Kind == analysis.ExtWait && x.Waker != nil && res.Items[i].Cost >= 45 {
+			woken = x.Waker.Goid == worker && len(x.Waker.PCs) > 0
+		}
+	}
+	if !woken {
+		t.Errorf("no 50 ms wait woken by the worker (goroutine %d):\n%s", worker, res.Stack)
+	}
+	// Delivered and parked again: its buffer goes back.
+	waitFor(t, "the worker's buffer to go back", func() bool { return ReadStats().ChildBuffers == before.ChildBuffers })
+
+	Run("close", func() {
+		Enter(7)
+		close(stop)
+		time.Sleep(10 * time.Millisecond)
+		Exit(7)
+	})
+	if gs := goroutines(o.res["close"]); len(gs) != 0 {
+		t.Errorf("a close handed work to %d goroutines:\n%s", len(gs), o.res["close"].Stack)
+	}
+	if s := ReadStats(); s.Children-before.Children != 1 || s.ChildrenLost != before.ChildrenLost {
+		t.Errorf("stats before %+v, after %+v: want one child", before, s)
+	}
+}
