@@ -312,7 +312,7 @@ func TestParkedForeverGoroutinesReturnTheirBuffers(t *testing.T) {
 // hands it into that dispatch, under the function that sent it, and stops
 // once it has delivered the answer and blocks again; the dispatch's wait
 // for the answer names the worker as its waker. A close wakes the workers
-// without handing them work.
+// without handing them work, and a signal to the parent hands it none.
 func TestWorkerHandedWorkRecordsIntoDispatch(t *testing.T) {
 	requireLinked(t)
 	o := observeKids(t, Config{})
@@ -372,6 +372,31 @@ func TestWorkerHandedWorkRecordsIntoDispatch(t *testing.T) {
 	})
 	if gs := goroutines(o.res["close"]); len(gs) != 0 {
 		t.Errorf("a close handed work to %d goroutines:\n%s", len(gs), o.res["close"].Stack)
+	}
+	// A dispatch's goroutine that wakes the goroutine that started it (a
+	// parent waiting for it to finish, as the testing package's runner
+	// waits for a test) hands it nothing.
+	signal := make(chan int)
+	go func() {
+		Run("signal", func() {
+			Enter(7)
+			time.Sleep(10 * time.Millisecond) // the parent parks
+			signal <- 1
+			Exit(7)
+		})
+	}()
+	<-signal
+	waitFor(t, "the signalling dispatch to end", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		_, ok := o.res["signal"]
+		return ok
+	})
+	o.mu.Lock()
+	res = o.res["signal"]
+	o.mu.Unlock()
+	if gs := goroutines(res); len(gs) != 0 {
+		t.Errorf("a signal to the parent handed it work:\n%s", res.Stack)
 	}
 	if s := ReadStats(); s.Children-before.Children != 1 || s.ChildrenLost != before.ChildrenLost {
 		t.Errorf("stats before %+v, after %+v: want one child", before, s)

@@ -983,7 +983,7 @@ func matrixReady(gp *g) {
 // records for w's dispatch, as a goroutine w started would, from the
 // function it was parked in, until it blocks again after waking a
 // goroutine of the dispatch, or the dispatch ends. The runtime's own
-// goroutines are never workers.
+// goroutines are never workers, nor is the goroutine that started w.
 func matrixHandoff(w, gp *g) {
 	r := (*matrixRing)(w.matrixBeat)
 	if r == matrixStartup || matrixWaker(gp) != w {
@@ -1000,7 +1000,10 @@ func matrixHandoff(w, gp *g) {
 	default:
 		return
 	}
-	if isSystemGoroutine(gp, false) {
+	if w.parentGoid == gp.goid || isSystemGoroutine(gp, false) {
+		// A goroutine that wakes the one that started it signals its
+		// parent (it is done, as the testing package's runner tells the
+		// test that ran it): it hands it nothing.
 		return
 	}
 	// gp's stack is walked holding its status with the scan bit, as the
