@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -98,4 +99,89 @@ func TestPkgPatch(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// TestTestDispatchEndsBeforeTheSignal: a test's dispatch ends inside the
+// test function's wrapper, not in tRunner's own deferred functions, which
+// run later and tell the parent the test is done (a binary may exit at
+// once after its last test says so, before a later End could report it).
+func TestTestDispatchEndsBeforeTheSignal(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "testing.go")
+	const testingGo = `package testing
+
+type T struct {
+	parent *T
+	name   string
+	signal chan bool
+}
+
+func tRunner(t *T, fn func(t *T)) {
+	defer func() {
+		t.signal <- true
+	}()
+	fn(t)
+}
+
+type B struct {
+	parent *B
+	name   string
+}
+
+func (b *B) runN(n int) {}
+`
+	if err := os.WriteFile(src, []byte(testingGo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := PatchStd("testing", []string{src}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patched []byte
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("func tRunner(")) {
+			patched = b
+		}
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "testing.go", patched, 0)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, patched)
+	}
+	// Every deferred End is in a function literal assigned to fn, which
+	// tRunner's own body then calls; none is deferred by tRunner itself.
+	var runner ast.Node
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == "tRunner" {
+			runner = fd
+		}
+	}
+	var ends, wrapped int
+	ast.Inspect(runner, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			if id, ok := n.Lhs[0].(*ast.Ident); ok && id.Name == "fn" {
+				if lit, ok := n.Rhs[0].(*ast.FuncLit); ok {
+					ast.Inspect(lit, func(m ast.Node) bool {
+						if d, ok := m.(*ast.DeferStmt); ok && calls(d.Call, "__matrix_end") {
+							wrapped++
+						}
+						return true
+					})
+				}
+			}
+		case *ast.DeferStmt:
+			if calls(n.Call, "__matrix_end") {
+				ends++
+			}
+		}
+		return true
+	})
+	if ends != 1 || wrapped != 1 {
+		t.Errorf("%d deferred ends, %d of them in fn's wrapper; want 1 and 1:\n%s", ends, wrapped, patched)
+	}
+}
+
+// calls reports whether call calls the function named name.
+func calls(call *ast.CallExpr, name string) bool {
+	id, ok := call.Fun.(*ast.Ident)
+	return ok && id.Name == name
 }

@@ -127,10 +127,14 @@ var stdHooks = map[string][]stdHook{
 	},
 	// Each test and benchmark; not the runners that run them all (the
 	// top-level T of runTests, the "Main" B of runBenchmarks), which have
-	// no parent and only wait for them.
+	// no parent and only wait for them. A test's dispatch ends when its
+	// function returns (or its goroutine exits through runtime.Goexit),
+	// before tRunner's own deferred function tells the parent the test is
+	// done: a test binary exits as soon as its last test has said so, and
+	// the report of that test must be made by then.
 	"testing": {
-		{name: "tRunner", stmt: func(p []string) string {
-			return "if " + p[0] + ".parent != nil { " + beginEnd(kindTest, p[0]+".name") + "}; "
+		{name: "tRunner", check: params("t", "fn"), stmt: func(p []string) string {
+			return fmt.Sprintf("if %[1]s.parent != nil { if __matrix_d := __matrix_begin(%[3]d, %[1]s.name); __matrix_d != nil { __matrix_f := %[2]s; %[2]s = func(__matrix_t *T) { defer __matrix_end(__matrix_d, \"\"); __matrix_f(__matrix_t) } } }; ", p[0], p[1], kindTest)
 		}},
 		{recv: "B", name: "runN", stmt: func(p []string) string {
 			return "if " + p[0] + ".parent != nil { " + beginEnd(kindBenchmark, p[0]+".name") + "}; "
