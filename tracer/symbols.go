@@ -401,21 +401,11 @@ func wakerOf(w *analysis.Waker) *Waker {
 // innermostUser returns the innermost frame of user code (see userCode)
 // that the return program counters pcs expand to, inlined frames included.
 func innermostUser(pcs []uint64) (runtime.Frame, bool) {
-	up := make([]uintptr, len(pcs))
-	for i, pc := range pcs {
-		up[i] = uintptr(pc)
+	chain, _ := userFrames(pcs, "")
+	if len(chain) == 0 {
+		return runtime.Frame{}, false
 	}
-	frames := runtime.CallersFrames(up)
-	for {
-		f, more := frames.Next()
-		f.Function = mainPath(f.Function)
-		if f.Function != "" && userCode(f.Function) {
-			return f, true
-		}
-		if !more {
-			return runtime.Frame{}, false
-		}
-	}
+	return chain[0], true
 }
 
 // isGoWrapper reports whether a function name is the compiler's wrapper of

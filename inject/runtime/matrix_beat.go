@@ -978,8 +978,8 @@ func matrixReady(gp *g) {
 // which does not record: if gp was parked receiving from a channel, or in
 // a select, and w sent it a value (a close wakes every receiver: it hands
 // nothing), or gp waited on a condition that w signalled, it is taken to
-// be a worker handed work by w
-// (a job sent to a pool, a message to a connection's writer). It then
+// be a worker handed work by w (a job sent to a pool, a message to a
+// connection's writer). It then
 // records for w's dispatch, as a goroutine w started would, from the
 // function it was parked in, until it blocks again after waking a
 // goroutine of the dispatch, or the dispatch ends. The runtime's own
