@@ -16,9 +16,14 @@ import (
 // "integration/testdata" subtrees.
 const SelfModule = "github.com/matrixgo/matrix"
 
-// AutoTracerPkg is the tracer package zero-code mode links into main
-// packages: importing it starts the tracers from the environment.
+// AutoTracerPkg is the tracer package, with every sink, that zero-code
+// mode links into main packages when the build asks for the OTLP sink:
+// importing it starts the tracers from the environment.
 const AutoTracerPkg = SelfModule + "/tracer/auto"
+
+// LocalTracerPkg is the tracer package zero-code mode links otherwise: the
+// same without the OTLP sink.
+const LocalTracerPkg = AutoTracerPkg + "/local"
 
 // The directives of the blacklist format.
 const (

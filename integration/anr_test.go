@@ -21,15 +21,7 @@ const stuckPkg = "github.com/matrixgo/matrix/examples/stuck"
 // buildStuck builds examples/stuck with -toolexec=matrixexec into dir.
 func buildStuck(t testing.TB, dir string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "stuck")
-	args := []string{"build", "-toolexec=" + filepath.Join(binDir, "matrixexec"), "-o", bin, "./examples/stuck"}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = moduleRootDir(t)
-	cmd.Env = append(os.Environ(), "MATRIX_MAP="+sharedMap)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return bin
+	return buildExample(t, dir, "stuck", nil)
 }
 
 // startStuck runs the stuck service with MATRIX_REPORT set and returns its

@@ -76,7 +76,7 @@ func TestShopOTLP(t *testing.T) {
 		t.Skip("builds and runs the example services; skipped in -short mode")
 	}
 	dir := t.TempDir()
-	shopBin, stuckBin := buildShop(t, dir), buildStuck(t, dir)
+	shopBin, stuckBin := buildExample(t, dir, "shop", withOTLP), buildExample(t, dir, "stuck", withOTLP)
 	for _, proto := range protocols {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
 			b := newReceiverBackend(t)
@@ -99,7 +99,7 @@ func TestJaeger(t *testing.T) {
 	jaegerBin := buildJaeger(t)
 	j := startJaeger(t, jaegerBin)
 	dir := t.TempDir()
-	shopBin, stuckBin := buildShop(t, dir), buildStuck(t, dir)
+	shopBin, stuckBin := buildExample(t, dir, "shop", withOTLP), buildExample(t, dir, "stuck", withOTLP)
 	for _, proto := range protocols {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
 			checkShopExport(t, j, shopBin, proto)

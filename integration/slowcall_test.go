@@ -27,17 +27,28 @@ type shop struct {
 // build flags, into dir.
 func buildShop(t *testing.T, dir string, flags ...string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "shop")
+	return buildExample(t, dir, "shop", nil, flags...)
+}
+
+// buildExample builds examples/NAME with -toolexec=matrixexec, matrixexec's
+// environment extended by env, and extra go build flags, into dir/NAME.
+func buildExample(t testing.TB, dir, name string, env []string, flags ...string) string {
+	t.Helper()
+	bin := filepath.Join(dir, name)
 	args := append([]string{"build", "-toolexec=" + filepath.Join(binDir, "matrixexec")}, flags...)
-	args = append(args, "-o", bin, "./examples/shop")
+	args = append(args, "-o", bin, "./examples/"+name)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = moduleRootDir(t)
-	cmd.Env = append(os.Environ(), "MATRIX_MAP="+sharedMap)
+	cmd.Env = append(append(os.Environ(), "MATRIX_MAP="+sharedMap), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin
 }
+
+// withOTLP is the build environment that links the OTLP sink into a
+// zero-code program.
+var withOTLP = []string{"MATRIX_OTLP=on"}
 
 func startShop(t *testing.T, bin string, env ...string) *shop {
 	t.Helper()

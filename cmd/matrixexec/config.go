@@ -32,6 +32,7 @@ type config struct {
 	hookBounded   bool // instrument bounded functions too (-bounded hook)
 	logPath       string
 	zeroCode      string          // zerocode.Auto, zerocode.On or zerocode.Off
+	otlp          bool            // zero-code programs link the OTLP sink (-otlp on)
 	toolPath      string          // the tool cmd/go runs through us, if any
 	debugHooks    bool            // build the runtime variant that can print every hook
 	strict        bool            // a rewrite the compiler rejects fails the build
@@ -64,6 +65,8 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	fs.StringVar(&bounded, "bounded", bounded, "functions proven bounded: skip or hook")
 	fs.StringVar(&cfg.logPath, "log", getenv("MATRIX_LOG"), "diagnostics file")
 	fs.StringVar(&cfg.zeroCode, "zerocode", getenv("MATRIX_ZEROCODE"), "zero-code mode: auto, on or off")
+	otlpSink := getenv("MATRIX_OTLP")
+	fs.StringVar(&otlpSink, "otlp", otlpSink, "zero-code programs link the OTLP sink: on or off")
 	strict := getenv("MATRIX_STRICT")
 	fs.BoolFunc("strict", "fail the build when the compiler rejects an instrumented package", func(v string) error {
 		if v == "true" {
@@ -119,6 +122,13 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	case zerocode.Auto, zerocode.On, zerocode.Off:
 	default:
 		return nil, nil, fmt.Errorf("bad zero-code mode %q (MATRIX_ZEROCODE or -zerocode): want auto, on or off", cfg.zeroCode)
+	}
+	switch otlpSink {
+	case "", "off":
+	case "on":
+		cfg.otlp = true
+	default:
+		return nil, nil, fmt.Errorf("bad OTLP sink setting %q (MATRIX_OTLP or -otlp): want on or off", otlpSink)
 	}
 	if err := zerocode.CheckModule(getenv(zerocode.EnvModule)); err != nil {
 		return nil, nil, err
@@ -269,7 +279,7 @@ var goCommandLine = gocmd.Line
 
 // zeroCodeConfig returns what zero-code mode takes from the configuration.
 func (cfg *config) zeroCodeConfig() *zerocode.Config {
-	zc := &zerocode.Config{Mode: cfg.zeroCode, MapPath: cfg.mapPath, Log: &cfg.log,
+	zc := &zerocode.Config{Mode: cfg.zeroCode, OTLP: cfg.otlp, MapPath: cfg.mapPath, Log: &cfg.log,
 		ConfigHash: func() (string, error) { return configHash(cfg) }}
 	if cfg.blacklistSet || exists(cfg.blacklistPath) {
 		zc.Blacklist = cfg.blacklistPath

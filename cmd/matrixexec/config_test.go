@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/rewrite"
 )
 
@@ -163,5 +164,57 @@ func TestBoundedConfig(t *testing.T) {
 	}
 	if hs == hh {
 		t.Error("-bounded hook and skip hash alike: a change would not rebuild")
+	}
+}
+
+// MATRIX_OTLP (-otlp) chooses the tracer package of zero-code programs, and
+// is part of the configuration's hash: main packages compiled with one
+// setting are not reused with the other.
+func TestOTLPSetting(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		otlp bool
+		err  string
+	}{
+		{nil, nil, false, ""},
+		{[]string{"-otlp", "on"}, nil, true, ""},
+		{nil, map[string]string{"MATRIX_OTLP": "on"}, true, ""},
+		{[]string{"-otlp", "off"}, map[string]string{"MATRIX_OTLP": "on"}, false, ""},
+		{nil, map[string]string{"MATRIX_OTLP": "1"}, false, `bad OTLP sink setting "1" (MATRIX_OTLP or -otlp): want on or off`},
+	} {
+		cfg, _, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q %v: error %v, want %q", tc.args, tc.env, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q %v: %v", tc.args, tc.env, err)
+		}
+		if cfg.otlp != tc.otlp {
+			t.Errorf("%q %v: otlp %v, want %v", tc.args, tc.env, cfg.otlp, tc.otlp)
+		}
+		want := blacklist.LocalTracerPkg
+		if tc.otlp {
+			want = blacklist.AutoTracerPkg
+		}
+		if got := cfg.zeroCodeConfig().TracerPkg(); got != want {
+			t.Errorf("%q %v: tracer package %s, want %s", tc.args, tc.env, got, want)
+		}
+	}
+	off, _, _ := parseConfig(nil, func(string) string { return "" })
+	on, _, _ := parseConfig([]string{"-otlp", "on"}, func(string) string { return "" })
+	hoff, err := configHash(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hon, err := configHash(on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hoff == hon {
+		t.Error("-otlp on and off hash alike: a change would not rebuild")
 	}
 }

@@ -173,7 +173,7 @@ func configHash(cfg *config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "blacklist:%s\ninline:%d\nexits:%v\ncopy:%d\nbounded-hooked:%v\nzerocode:%s\ndebug:%v\n", rules, cfg.inlineBudget, cfg.returnExits, cfg.copyBudget, cfg.hookBounded, cfg.zeroCode, cfg.debugHooks)
+	fmt.Fprintf(h, "blacklist:%s\ninline:%d\nexits:%v\ncopy:%d\nbounded-hooked:%v\nzerocode:%s\notlp:%v\ndebug:%v\n", rules, cfg.inlineBudget, cfg.returnExits, cfg.copyBudget, cfg.hookBounded, cfg.zeroCode, cfg.otlp, cfg.debugHooks)
 
 	id, err := cfg.mapIdentity()
 	if err != nil {

@@ -2,6 +2,7 @@ package auto
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/tracer"
+	"github.com/matrixgo/matrix/tracer/internal/autostart"
 	"github.com/matrixgo/matrix/tracer/otlp"
 )
 
@@ -50,17 +52,25 @@ func TestReportDropsHungCollector(t *testing.T) {
 func TestOTLPSinkDisabled(t *testing.T) {
 	dir := t.TempDir()
 	var warn bytes.Buffer
-	_, set, err := setup(dir+"/r.jsonl,otlp", func(k string) string {
+	_, set, err := autostart.Setup(dir+"/r.jsonl,otlp", func(k string) string {
 		return map[string]string{"OTEL_SDK_DISABLED": "true"}[k]
-	}, &warn)
+	}, &warn, openOTLP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer set.close()
-	if set.exp != nil || len(set.listeners) != 1 {
-		t.Errorf("exporter %v, %d listeners: want the file sink alone", set.exp, len(set.listeners))
+	defer set.Close()
+	if set.Remote() != nil || len(set.Listeners()) != 1 {
+		t.Errorf("remote %v, %d listeners: want the file sink alone", set.Remote(), len(set.Listeners()))
 	}
 	if w := warn.String(); strings.Count(w, "\n") != 1 || !strings.Contains(w, "OTEL_SDK_DISABLED=true") {
 		t.Errorf("warning %q", w)
+	}
+}
+
+func TestStartRejectsBadOTLPConfig(t *testing.T) {
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"}
+	_, _, err := autostart.Start("otlp", func(k string) string { return env[k] }, io.Discard, openOTLP)
+	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+		t.Errorf("err %v", err)
 	}
 }

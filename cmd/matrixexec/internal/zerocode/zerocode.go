@@ -1,7 +1,8 @@
 // Package zerocode links the tracer into programs that never import it
 // (zero-code mode): the main package of every instrumented program gets a
-// blank import of [blacklist.AutoTracerPkg], which starts the trace plugin
-// when MATRIX_REPORT is set.
+// blank import of the tracer package, which starts the trace plugin when
+// MATRIX_REPORT is set: [blacklist.LocalTracerPkg], or
+// [blacklist.AutoTracerPkg] when the build asks for the OTLP sink.
 //
 // The package is built by a nested "go list -export" in the directory the
 // build runs in, with the parent build's flags, so it is resolved in the
@@ -116,6 +117,9 @@ const (
 type Config struct {
 	// Mode is Auto, On or Off.
 	Mode string
+	// OTLP links the tracer with the OTLP sink (blacklist.AutoTracerPkg)
+	// rather than without it (blacklist.LocalTracerPkg).
+	OTLP bool
 	// MapPath is the build's method mapping file, which the nested build
 	// of MATRIX_ZEROCODE_MODULE uses too.
 	MapPath string
@@ -131,10 +135,18 @@ type Config struct {
 	ConfigHash func() (string, error)
 }
 
+// TracerPkg returns the tracer package that zero-code mode links.
+func (cfg *Config) TracerPkg() string {
+	if cfg.OTLP {
+		return blacklist.AutoTracerPkg
+	}
+	return blacklist.LocalTracerPkg
+}
+
 // Hint says what a module needs for zero-code mode.
 const Hint = "zero-code mode needs " + blacklist.SelfModule + " in the program's module graph: run \"go get -tool " + blacklist.SelfModule + "/cmd/matrixexec\""
 
-// autoExports builds [blacklist.AutoTracerPkg] and its dependencies with the
+// autoExports builds the tracer package (cfg.TracerPkg) and its dependencies with the
 // parent build's flags and returns "import path → export file" for each.
 func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 	args := []string{"list", "-deps", "-export", "-f", exportsFormat}
@@ -155,7 +167,8 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 	if pgo != "" {
 		args = append(args, pgo)
 	}
-	args = append(args, blacklist.AutoTracerPkg)
+	pkg := cfg.TracerPkg()
+	args = append(args, pkg)
 	var key *statcache.Key
 	if cfg.ConfigHash != nil && !slices.ContainsFunc(args, isOverlayFlag) {
 		// (An overlay's files can change without the overlay; such
@@ -171,7 +184,7 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 			for _, e := range env {
 				key.String(e)
 			}
-			if exports := cachedExports(key); exports != nil {
+			if exports := cachedExports(key, pkg); exports != nil {
 				cfg.Log.Debug().Int("deps", len(exports)).Msg("zero-code tracer's export files from the cache")
 				return exports, nil
 			}
@@ -184,14 +197,14 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if module != "" {
-			return nil, fmt.Errorf("zero-code mode: building %s in %s (%s): %w\n%s", blacklist.AutoTracerPkg, module, EnvModule, err, msg)
+			return nil, fmt.Errorf("zero-code mode: building %s in %s (%s): %w\n%s", pkg, module, EnvModule, err, msg)
 		}
 		if strings.Contains(msg, "no required module provides") || strings.Contains(msg, "cannot find module providing") ||
 			strings.Contains(msg, "is replaced but not required") || strings.Contains(msg, "is not in std") ||
 			strings.Contains(msg, "not in GOROOT") || strings.Contains(msg, "go.mod file not found") {
 			return nil, errNoModule
 		}
-		return nil, fmt.Errorf("zero-code mode: building %s: %w\n%s", blacklist.AutoTracerPkg, err, msg)
+		return nil, fmt.Errorf("zero-code mode: building %s: %w\n%s", pkg, err, msg)
 	}
 	exports := map[string]string{}
 	var mutable []string
@@ -205,8 +218,8 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 			}
 		}
 	}
-	if exports[blacklist.AutoTracerPkg] == "" {
-		return nil, fmt.Errorf("zero-code mode: go list gave no export data for %s", blacklist.AutoTracerPkg)
+	if exports[pkg] == "" {
+		return nil, fmt.Errorf("zero-code mode: go list gave no export data for %s", pkg)
 	}
 	if key != nil {
 		storeExports(key, exports, mutable)
@@ -272,11 +285,11 @@ func graphKey(k *statcache.Key, goTool string) *statcache.Key {
 	return k
 }
 
-// cachedExports returns the export files kept under key by storeExports,
-// nil if there are none or they no longer hold: a directory of sources
-// that can change has changed, or an export file is gone (the build cache
-// was trimmed).
-func cachedExports(key *statcache.Key) map[string]string {
+// cachedExports returns the export files of pkg and its dependencies kept
+// under key by storeExports, nil if there are none or they no longer hold:
+// a directory of sources that can change has changed, or an export file is
+// gone (the build cache was trimmed).
+func cachedExports(key *statcache.Key, pkg string) map[string]string {
 	_, data := statcache.Lookup(key)
 	if data == nil {
 		return nil
@@ -297,7 +310,7 @@ func cachedExports(key *statcache.Key) map[string]string {
 			}
 		}
 	}
-	if stamp == "" || stamp != dirsStamp(dirs) || exports[blacklist.AutoTracerPkg] == "" || !recordFilesExist(linkRecord(exports)) {
+	if stamp == "" || stamp != dirsStamp(dirs) || exports[pkg] == "" || !recordFilesExist(linkRecord(exports)) {
 		return nil
 	}
 	return exports
@@ -583,6 +596,9 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 	if orig == nil {
 		return "", "", nil, nil
 	}
+	if importsTracer(orig) {
+		return "", "", nil, nil // the program starts the tracer itself
+	}
 	if conflict := sharedVariant(orig, exports); conflict != "" {
 		// A test binary of one of the tracer's own dependencies links
 		// that package's test variant, which the tracer was not compiled
@@ -591,20 +607,20 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 		return "", "", nil, nil
 	}
 	cfgWith := orig.Clone()
-	cfgWith.SetFile(blacklist.AutoTracerPkg, exports[blacklist.AutoTracerPkg])
+	cfgWith.SetFile(cfg.TracerPkg(), exports[cfg.TracerPkg()])
 	importcfg = filepath.Join(dir, "importcfg")
 	if err := cfgWith.Write(importcfg); err != nil {
 		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
 	}
 	extra = filepath.Join(dir, "zz_matrix_auto.go")
-	src := inject.Header + "package main\n\nimport _ \"" + blacklist.AutoTracerPkg + "\"\n"
+	src := inject.Header + "package main\n\nimport _ \"" + cfg.TracerPkg() + "\"\n"
 	if err := os.WriteFile(extra, []byte(src), 0o600); err != nil {
 		return "", "", nil, fmt.Errorf("zero-code mode: %w", err)
 	}
 	after = func(out string) error {
 		return addLinkRecord(out, exports)
 	}
-	cfg.Log.Debug().Str("auto", exports[blacklist.AutoTracerPkg]).Int("deps", len(exports)).Msg("zero-code tracer linked into main")
+	cfg.Log.Debug().Str("auto", exports[cfg.TracerPkg()]).Int("deps", len(exports)).Msg("zero-code tracer linked into main")
 	return extra, importcfg, after, nil
 }
 
@@ -623,7 +639,7 @@ func PrepareLink(cfg *Config, c *toolcmd.Cmd, dir string) error {
 	if have == nil {
 		return nil
 	}
-	if _, ok := have.File(blacklist.AutoTracerPkg); ok {
+	if importsTracer(have) {
 		return nil // the program imports it itself
 	}
 	extra, err := readLinkRecord(mainArchive)
@@ -635,6 +651,7 @@ func PrepareLink(cfg *Config, c *toolcmd.Cmd, dir string) error {
 		if err != nil {
 			return fmt.Errorf("link: %w", err)
 		}
+		// (Either tracer package's path begins with AutoTracerPkg.)
 		if !bytes.Contains(archive, []byte(blacklist.AutoTracerPkg)) {
 			return nil
 		}
@@ -662,6 +679,17 @@ func PrepareLink(cfg *Config, c *toolcmd.Cmd, dir string) error {
 		return fmt.Errorf("link: %w", err)
 	}
 	return nil
+}
+
+// importsTracer reports whether an importcfg names one of the packages
+// that start the tracer: the program imports it itself.
+func importsTracer(cfg *importcfg.Config) bool {
+	for _, pkg := range []string{blacklist.AutoTracerPkg, blacklist.LocalTracerPkg} {
+		if _, ok := cfg.File(pkg); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSameBuild reports a package that the program links from another

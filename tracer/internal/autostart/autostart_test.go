@@ -1,4 +1,4 @@
-package auto
+package autostart
 
 import (
 	"errors"
@@ -53,14 +53,6 @@ func TestSinks(t *testing.T) {
 	}
 }
 
-func TestStartRejectsBadOTLPConfig(t *testing.T) {
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"}
-	_, _, _, err := start("otlp", func(k string) string { return env[k] })
-	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_ENDPOINT") {
-		t.Errorf("err %v", err)
-	}
-}
-
 // captureStderr runs f with os.Stderr going to a file, and returns what f
 // printed there.
 func captureStderr(t *testing.T, f func()) string {
@@ -81,7 +73,7 @@ func captureStderr(t *testing.T, f func()) string {
 	return string(data)
 }
 
-// startFor runs start and fails the test if it blocks; in a binary that
+// startFor runs Start, without an OTLP sink, and fails the test if it blocks; in a binary that
 // is not instrumented it gets as far as starting the plugin, which fails
 // with beat.ErrNotInstrumented: that error means everything before went
 // through.
@@ -89,15 +81,10 @@ func startFor(t *testing.T, target string, env map[string]string) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		m, exp, closers, err := start(target, func(k string) string { return env[k] })
+		m, set, err := Start(target, func(k string) string { return env[k] }, os.Stderr, nil)
 		if err == nil {
 			m.StopAllPlugins()
-			for _, c := range closers {
-				c.Close()
-			}
-			if exp != nil {
-				exp.Close(0)
-			}
+			set.Close()
 		}
 		done <- err
 	}()
@@ -134,5 +121,29 @@ func TestStartBadVariable(t *testing.T) {
 	})
 	if !cfg.EvilMethod || cfg.EvilThreshold != tracer.DefaultEvilThreshold || !cfg.ANR || cfg.Watchdog.Lag != 500*time.Millisecond {
 		t.Errorf("config with one bad variable: %+v", cfg)
+	}
+}
+
+// In a program without the OTLP sink (tracer/auto/local), an otlp sink is
+// left out with one line saying how to build the program with it; the
+// other sinks get the reports, and alone it leaves the program untraced.
+func TestOTLPSinkNotLinked(t *testing.T) {
+	dir := t.TempDir()
+	var warn strings.Builder
+	_, set, err := Setup(filepath.Join(dir, "r.jsonl")+",otlp", func(string) string { return "" }, &warn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if set.Remote() != nil || len(set.Listeners()) != 1 {
+		t.Errorf("remote %v, %d listeners: want the file sink alone", set.Remote(), len(set.Listeners()))
+	}
+	want := "matrix: sink otlp: this program was built without the OTLP sink; build it with MATRIX_OTLP=on in matrixexec's environment, " +
+		"or import _ \"github.com/matrixgo/matrix/tracer/auto\" in package main; reports go to the other sinks of MATRIX_REPORT\n"
+	if warn.String() != want {
+		t.Errorf("warning %q, want %q", warn.String(), want)
+	}
+	if _, _, err := Setup("otlp", func(string) string { return "" }, &warn, nil); !errors.Is(err, ErrNoOTLP) {
+		t.Errorf("otlp alone: err %v, want ErrNoOTLP", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package auto
+package autostart
 
 import (
 	"os"
