@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/matrixgo/matrix/internal/abi"
 )
@@ -66,16 +67,17 @@ var (
 	pkgClauseR = regexp.MustCompile(`(?m)^package \w+$`)
 )
 
-// The sources, split around their package names when the package
-// initialises: a source without the build tag or a package clause is a
-// defect of the matrixexec binary, and panics.
+// The sources, split around their package names at their first use (not
+// when the package initialises: matrixexec runs for every tool-id question
+// of cmd/go, most of which need none of them): a source without the build
+// tag or a package clause is a defect of the matrixexec binary, and panics.
 var (
-	runtimeFile = parse("runtime/matrix_beat.go", runtimeSrc)
-	stdFile     = parse("std/matrix_std.go", stdSrc)
-	routeFile   = parse("route/matrix_route.go", routeSrc)
-	hooksFile   = parse("pkg/matrix_hooks.go", hooksSrc)
-	mainFile    = parse("main/matrix_main.go", mainSrc)
-	mainDecls   = mustCut("main/matrix_main.go", mainSrc, mainImport)
+	runtimeFile = sync.OnceValue(func() source { return parse("runtime/matrix_beat.go", runtimeSrc) })
+	stdFile     = sync.OnceValue(func() source { return parse("std/matrix_std.go", stdSrc) })
+	routeFile   = sync.OnceValue(func() source { return parse("route/matrix_route.go", routeSrc) })
+	hooksFile   = sync.OnceValue(func() source { return parse("pkg/matrix_hooks.go", hooksSrc) })
+	mainFile    = sync.OnceValue(func() source { return parse("main/matrix_main.go", mainSrc) })
+	mainDecls   = sync.OnceValue(func() []byte { return mustCut("main/matrix_main.go", mainSrc, mainImport) })
 )
 
 // Runtime returns the recorder's file for package runtime and the file of
@@ -83,7 +85,7 @@ var (
 // MATRIX_DEBUG_HOOKS=1 is set at run time; without it they carry no trace
 // of that code.
 func Runtime(debug bool) (src, consts []byte, err error) {
-	src = runtimeFile.render("runtime")
+	src = runtimeFile().render("runtime")
 	if debug {
 		if !bytes.Contains(src, []byte(debugOff)) {
 			return nil, nil, fmt.Errorf("inject: runtime file has no %q", debugOff)
@@ -96,13 +98,13 @@ func Runtime(debug bool) (src, consts []byte, err error) {
 // Std returns the declarations file for the standard package named pkgName
 // (its package clause's name).
 func Std(pkgName string) []byte {
-	return appendFlagConsts(stdFile.render(pkgName))
+	return appendFlagConsts(stdFile().render(pkgName))
 }
 
 // Route returns the declarations file for a router or RPC server package
 // that matrixexec hooks, named pkgName (its package clause's name).
 func Route(pkgName string) []byte {
-	return routeFile.render(pkgName)
+	return routeFile().render(pkgName)
 }
 
 // Hooks returns the hooks file of an instrumented package named pkgName
@@ -110,9 +112,9 @@ func Route(pkgName string) []byte {
 // data of its abi.NameTable. With main, the file also declares the hook
 // that main.main calls first.
 func Hooks(pkgName, names string, main bool) []byte {
-	src := hooksFile.render(pkgName)
+	src := hooksFile().render(pkgName)
 	if main {
-		src = append(src, mainDecls...)
+		src = append(src, mainDecls()...)
 	}
 	src = appendFlagConsts(src)
 	return fmt.Appendf(src, "\nconst __matrix_nameData = %s\n", strconv.Quote(names))
@@ -121,7 +123,7 @@ func Hooks(pkgName, names string, main bool) []byte {
 // TestMain returns the file that declares the hook main.main calls first,
 // for the main package go test generates (named pkgName).
 func TestMain(pkgName string) []byte {
-	return mainFile.render(pkgName)
+	return mainFile().render(pkgName)
 }
 
 // appendFlagConsts appends the recording flag's padding to a file that

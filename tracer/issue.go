@@ -17,7 +17,7 @@
 package tracer
 
 import (
-	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -27,7 +27,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/matrixgo/matrix/beat"
-	"github.com/rs/zerolog"
 )
 
 // Issue tags (Matrix's SharePluginInfo.TAG_PLUGIN_*).
@@ -164,7 +163,7 @@ const (
 type queue struct {
 	ch        chan Issue
 	listeners atomic.Pointer[[]Listener]
-	logger    *zerolog.Logger
+	logger    *log.Logger
 	open      atomic.Bool
 	dropped   atomic.Uint64
 	panics    atomic.Uint64
@@ -177,7 +176,7 @@ type queue struct {
 	abandon chan struct{}
 }
 
-func newQueue(size int, logger *zerolog.Logger) *queue {
+func newQueue(size int, logger *log.Logger) *queue {
 	if size <= 0 {
 		size = DefaultQueueSize
 	}
@@ -246,7 +245,7 @@ func (q *queue) stopDelivery(timeout time.Duration) {
 	case <-t.C:
 		close(q.abandon)
 		if q.logger != nil {
-			q.logger.Warn().Dur("timeout", timeout).Msg("tracer: a listener is still busy; issues still queued are dropped")
+			q.logger.Printf("matrix: tracer: a listener is still busy after %v; issues still queued are dropped", timeout)
 		}
 	}
 	q.stop, q.done, q.abandon = nil, nil, nil
@@ -312,9 +311,8 @@ func (q *queue) call(l Listener, is Issue) {
 		if r := recover(); r != nil {
 			q.panics.Add(1)
 			if q.logger != nil {
-				q.logger.Error().Str("tag", is.Tag).Str("issue", is.ID).
-					Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).
-					Msg("tracer: listener panicked; issue not delivered to it")
+				q.logger.Printf("matrix: tracer: listener panicked; issue not delivered to it: tag %s, issue %s: %v\n%s",
+					is.Tag, is.ID, r, debug.Stack())
 			}
 		}
 	}()

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/rs/zerolog"
 )
 
 func TestNewIssueCommonFields(t *testing.T) {
@@ -124,8 +124,7 @@ func TestQueueOverflowDropsWithoutBlocking(t *testing.T) {
 
 func TestPanickingListenerDoesNotStopDelivery(t *testing.T) {
 	var logBuf bytes.Buffer
-	logger := zerolog.New(zerolog.SyncWriter(&logBuf))
-	q := newQueue(16, &logger)
+	q := newQueue(16, log.New(&logBuf, "", 0))
 	var bad recorder
 	var good recorder
 	q.addListener(ListenerFunc(func(is Issue) {

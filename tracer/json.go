@@ -1,26 +1,32 @@
 package tracer
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // jsonListener writes each issue's content as one JSON object per line.
 type jsonListener struct {
-	log zerolog.Logger
+	mu  sync.Mutex
+	buf bytes.Buffer
+	lw  *lineWriter
 }
 
 // NewJSONListener returns the default listener: it writes the content of
-// each issue to w as one JSON object on one line (keys sorted), through
-// zerolog. Each issue is one Write call of one whole line; w may be shared
+// each issue to w as one JSON object on one line (keys sorted, <, > and &
+// as they are), through encoding/json. A value that JSON cannot hold (a
+// NaN or infinite number) is written as a string ("NaN", "+Inf", "-Inf"),
+// and one that does not encode as the string "marshaling error: …", so
+// that the report is still written. Each issue is one Write call of one whole line; w may be shared
 // with other writers. A line that cannot be written is lost and counted,
 // never retried, and the next one starts on a line of its own (see
 // OpenReport); write errors are printed to the process' stderr at most
@@ -31,12 +37,65 @@ func NewJSONListener(w io.Writer) Listener {
 }
 
 func newJSONListener(lw *lineWriter) *jsonListener {
-	return &jsonListener{log: zerolog.New(lw)}
+	return &jsonListener{lw: lw}
 }
 
 // OnReportIssue writes the issue's content.
 func (l *jsonListener) OnReportIssue(is Issue) {
-	l.log.Log().Fields(is.Content).Send()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Reset()
+	appendJSONLine(&l.buf, is.Content)
+	_, _ = l.lw.Write(l.buf.Bytes())
+}
+
+// appendJSONLine appends content to buf as one JSON object and a newline
+// (see NewJSONListener).
+func appendJSONLine(buf *bytes.Buffer, content map[string]any) {
+	n := buf.Len()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(content) == nil {
+		return
+	}
+	// A value does not encode: each is encoded alone, and those that fail
+	// are replaced.
+	buf.Truncate(n)
+	safe := make(map[string]any, len(content))
+	var one bytes.Buffer
+	for k, v := range content {
+		one.Reset()
+		e := json.NewEncoder(&one)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(v); err != nil {
+			v = unencodable(v, err)
+		}
+		safe[k] = v
+	}
+	_ = enc.Encode(safe)
+}
+
+// unencodable returns what is written for a value v that JSON cannot
+// hold: a non-finite number's name, or the error.
+func unencodable(v any, err error) string {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case float32:
+		f = float64(x)
+	default:
+		return "marshaling error: " + err.Error()
+	}
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "+Inf"
+	case math.IsInf(f, -1):
+		return "-Inf"
+	}
+	return "marshaling error: " + err.Error()
 }
 
 // writeErrorInterval is the least time between two messages about reports

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -389,3 +390,26 @@ func (d *fullDisk) free(n int)    { d.space += n }
 func (d *fullDisk) bytes() []byte { return d.data }
 func (f *fullFile) free(n int)    { f.space += n }
 func (f *fullFile) bytes() []byte { return f.data }
+
+// The report line is one JSON object with its keys sorted, strings as they
+// are (no HTML escaping, nested or not), and a value JSON cannot hold
+// written as a string rather than losing the line.
+func TestJSONLine(t *testing.T) {
+	var b bytes.Buffer
+	appendJSONLine(&b, map[string]any{
+		"scene": "GET /a?b=1&c=<2>",
+		"cost":  int64(312),
+		"stack": []Frame{{Func: "main.f", File: "a<b>.go"}},
+		"fps":   58.5,
+	})
+	want := `{"cost":312,"fps":58.5,"scene":"GET /a?b=1&c=<2>","stack":[`
+	if got := b.String(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "}\n") || strings.Count(got, "\n") != 1 ||
+		!strings.Contains(got, `"a<b>.go"`) {
+		t.Errorf("line %q, want it to begin %q", got, want)
+	}
+	b.Reset()
+	appendJSONLine(&b, map[string]any{"fps": math.NaN(), "rate": math.Inf(-1), "ch": make(chan int), "n": 1})
+	if got, want := b.String(), `{"ch":"marshaling error: json: unsupported type: chan int","fps":"NaN","n":1,"rate":"-Inf"}`+"\n"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+}

@@ -3,12 +3,12 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"log"
 	"sync"
 	"time"
 
 	"github.com/matrixgo/matrix/beat"
 	"github.com/matrixgo/matrix/tracer/analysis"
-	"github.com/rs/zerolog"
 )
 
 // TracePluginTag is the tag of the TracePlugin.
@@ -71,8 +71,8 @@ type TraceConfig struct {
 	// the issues still queued. Default DefaultStopTimeout.
 	StopTimeout time.Duration
 	// Logger, if set, receives the plugin's own diagnostics (a listener
-	// that panicked, issues dropped at Stop).
-	Logger *zerolog.Logger
+	// that panicked, issues dropped at Stop), one Printf each.
+	Logger *log.Logger
 
 	// FPS turns on the frame tracer (FrameTracer): Trace_FPS reports of
 	// the frame loops (FrameLoop).

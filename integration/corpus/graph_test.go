@@ -106,13 +106,14 @@ func (r *runner) goJSON(dir string, args []string, add func(*json.Decoder) error
 }
 
 // tracerModules returns the modules, other than this one, whose packages
-// the zero-code tracer links, as this checkout resolves them.
+// the zero-code tracer links with the defaults (no OTLP sink), as this
+// checkout resolves them.
 func (r *runner) tracerModules() ([]*goModule, error) {
 	if r.tracerMods != nil {
 		return r.tracerMods, nil
 	}
 	mods := []*goModule{}
-	err := r.goJSON(r.root, []string{"list", "-deps", "-json=Module", blacklist.AutoTracerPkg}, func(dec *json.Decoder) error {
+	err := r.goJSON(r.root, []string{"list", "-deps", "-json=Module", blacklist.LocalTracerPkg}, func(dec *json.Decoder) error {
 		var p struct{ Module *goModule }
 		if err := dec.Decode(&p); err != nil {
 			return err

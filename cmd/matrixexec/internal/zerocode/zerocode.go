@@ -716,9 +716,47 @@ func TracerSourceHash(goTool string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return hashKept(dir)
+}
+
+// hashKept returns hashTracerSources(dir), kept in the user cache
+// directory.
+func hashKept(dir string) (string, error) {
+	// cmd/go asks for the compiler's and the linker's tool ids on every
+	// build: the hash is kept in the user cache directory, keyed by the
+	// path, size and modification time of every file and directory it
+	// covers, so that an unchanged tree is listed but not read.
+	key := statcache.NewKey("zerocode-tracersrc").String(dir).File(filepath.Join(dir, "go.mod"))
+	for _, root := range tracerSourceRoots(dir) {
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				key.Dir(path)
+			}
+			return nil
+		})
+	}
+	file, kept := statcache.Lookup(key)
+	if len(kept) == 16 {
+		return string(kept), nil
+	}
+	sum, err := hashTracerSources(dir)
+	if err == nil {
+		statcache.Write(file, []byte(sum))
+	}
+	return sum, err
+}
+
+// tracerSourceRoots returns the directories under dir whose Go files
+// TracerSourceHash covers.
+func tracerSourceRoots(dir string) []string {
+	return []string{filepath.Join(dir, "beat"), filepath.Join(dir, "tracer"), filepath.Join(dir, "internal", "abi")}
+}
+
+// hashTracerSources hashes the Go files (not tests) under the tracer's
+// source roots in dir, with their paths and sizes, and dir's go.mod.
+func hashTracerSources(dir string) (string, error) {
 	h := sha256.New()
-	for _, sub := range []string{"beat", "tracer", filepath.Join("internal", "abi")} {
-		root := filepath.Join(dir, sub)
+	for _, root := range tracerSourceRoots(dir) {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil && path == root && errors.Is(err, fs.ErrNotExist) {
 				return fs.SkipDir // a version of the module without it

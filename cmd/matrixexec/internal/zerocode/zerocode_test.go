@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 )
@@ -100,5 +101,55 @@ func TestMentionsSelf(t *testing.T) {
 	write("app/go.work", "go 1.24\n\nuse .\n")
 	if mentionsSelf(func(string) string { return "" }, func() []string { return nil }) {
 		t.Errorf("a workspace of the app alone: mentionsSelf = true")
+	}
+}
+
+// The tracer's source hash is kept between answers, and an edit of a
+// source in place, a new file or a new go.mod gives another one.
+func TestTracerSourceHashKept(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module github.com/matrixgo/matrix\n")
+	write("beat/beat.go", "package beat\n")
+	write("tracer/auto/local/local.go", "package local\n")
+	hash := func() string {
+		t.Helper()
+		sum, err := hashKept(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	first := hash()
+	if first != hash() {
+		t.Fatal("the same sources hash differently")
+	}
+	want, err := hashTracerSources(dir)
+	if err != nil || want != first {
+		t.Fatalf("kept hash %s, sources hash %s (%v)", first, want, err)
+	}
+	// The same size, another content, a later modification time.
+	later := time.Now().Add(time.Hour)
+	write("beat/beat.go", "package tabe\n")
+	if err := os.Chtimes(filepath.Join(dir, "beat/beat.go"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	second := hash()
+	if second == first {
+		t.Error("an edit in place kept the hash")
+	}
+	write("tracer/auto/local/zz.go", "package local\n")
+	if third := hash(); third == second {
+		t.Error("a new file kept the hash")
 	}
 }
