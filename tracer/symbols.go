@@ -365,7 +365,7 @@ func goroutineFrame(x *analysis.Interval) Frame {
 		// A worker handed work: named where it was parked.
 		f.Handoff = true
 		if len(x.PCs) > 0 {
-			if at, ok := innermostUser(x.PCs[:1]); ok {
+			if at, ok := innermostNamed(x.PCs[:1]); ok {
 				f.Func, f.File, f.Line = at.Function, at.File, at.Line
 			}
 		}
@@ -392,10 +392,38 @@ func wakerOf(w *analysis.Waker) *Waker {
 		return nil
 	}
 	out := &Waker{Goroutine: w.Goid}
-	if at, ok := innermostUser(w.PCs); ok {
+	if at, ok := innermostNamed(w.PCs); ok {
 		out.Func, out.File, out.Line = at.Function, at.File, at.Line
 	}
 	return out
+}
+
+// innermostNamed returns the innermost frame of user code among pcs (see
+// innermostUser) or, when none is user code (a goroutine of the standard
+// library, such as net/http's connection loops), the innermost frame that
+// has a name.
+func innermostNamed(pcs []uint64) (runtime.Frame, bool) {
+	if at, ok := innermostUser(pcs); ok {
+		return at, true
+	}
+	if len(pcs) == 0 {
+		return runtime.Frame{}, false
+	}
+	up := make([]uintptr, len(pcs))
+	for i, pc := range pcs {
+		up[i] = uintptr(pc)
+	}
+	frames := runtime.CallersFrames(up)
+	for {
+		f, more := frames.Next()
+		if f.Function != "" {
+			f.Function = mainPath(f.Function)
+			return f, true
+		}
+		if !more {
+			return runtime.Frame{}, false
+		}
+	}
 }
 
 // innermostUser returns the innermost frame of user code (see userCode)
