@@ -1,6 +1,8 @@
 package beat
 
 import (
+	"os"
+	"os/exec"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -400,5 +402,43 @@ func TestWorkerHandedWorkRecordsIntoDispatch(t *testing.T) {
 	}
 	if s := ReadStats(); s.Children-before.Children != 1 || s.ChildrenLost != before.ChildrenLost {
 		t.Errorf("stats before %+v, after %+v: want one child", before, s)
+	}
+}
+
+// TestRuntimeGoroutinesAreNoChildren: the goroutines the runtime starts for
+// itself from whichever goroutine first needs them (the garbage
+// collector's mark workers at the first collection, the finalizer
+// goroutine at the first finalizer) are not the dispatch's work, even when
+// that goroutine records: they get no child ring and count as no lost
+// child. The test runs in a fresh process of its own, with collections off
+// until the dispatch asks for one, so that none of them exists before.
+func TestRuntimeGoroutinesAreNoChildren(t *testing.T) {
+	requireLinked(t)
+	if os.Getenv("MATRIX_TEST_FRESH_RUNTIME") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRuntimeGoroutinesAreNoChildren$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "MATRIX_TEST_FRESH_RUNTIME=1", "GOGC=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("in a fresh process: %v\n%s", err, out)
+		}
+		return
+	}
+	o := observeKids(t, Config{MaxChildren: 16})
+	before := ReadStats()
+	Run("first", func() {
+		runtime.SetFinalizer(new([16]byte), func(*[16]byte) {})
+		runtime.GC()
+		done := make(chan struct{})
+		go func() {
+			time.Sleep(5 * time.Millisecond)
+			close(done)
+		}()
+		<-done
+	})
+	s := ReadStats()
+	if s.Children-before.Children != 1 || s.ChildrenLost-before.ChildrenLost != 0 {
+		t.Errorf("children %d recorded, %d lost; want the dispatch's own goroutine alone", s.Children-before.Children, s.ChildrenLost-before.ChildrenLost)
+	}
+	if gs := goroutineItems(o.exts["first"]); len(gs) != 1 {
+		t.Errorf("%d goroutine items, want 1", len(gs))
 	}
 }

@@ -1160,6 +1160,14 @@ func matrixSpawn(gp, newg *g, fn uintptr) {
 	if r == matrixStartup || newg == nil {
 		return
 	}
+	// The runtime's own goroutines (the garbage collector's mark workers,
+	// the finalizer and cleanup goroutines), which it starts from whichever
+	// goroutine first needs them, are not the dispatch's work. newproc1
+	// sets startpc to fn right after this; isSystemGoroutine reads it.
+	newg.startpc = fn
+	if isSystemGoroutine(newg, false) {
+		return
+	}
 	matrixKidStart(r, newg, fn, 0)
 }
 
