@@ -125,19 +125,31 @@ func TestExitsConfig(t *testing.T) {
 // functions proven bounded are left out, and takes part in the cache key.
 func TestBoundedConfig(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, tc := range []struct {
-		args []string
-		env  map[string]string
-		hook bool
-		err  string
-	}{
+	checkSetting(t, "hook bounded", func(c *config) bool { return c.hookBounded }, []string{"-bounded", "hook"}, []settingCase{
 		{nil, nil, false, ""},
 		{[]string{"-bounded", "skip"}, nil, false, ""},
 		{[]string{"-bounded", "hook"}, nil, true, ""},
 		{nil, map[string]string{"MATRIX_BOUNDED": "hook"}, true, ""},
 		{[]string{"-bounded", "skip"}, map[string]string{"MATRIX_BOUNDED": "hook"}, false, ""},
 		{[]string{"-bounded", "always"}, nil, false, `bad bounded-function mode "always"`},
-	} {
+	})
+}
+
+// settingCase is a command line and an environment of matrixexec, and the
+// value of a setting they give, or the error they fail with.
+type settingCase struct {
+	args []string
+	env  map[string]string
+	want bool
+	err  string
+}
+
+// checkSetting checks the value get reads from the configuration of each
+// case, and that the configuration of the command line on (the setting
+// turned on) hashes apart from the defaults', so that a change rebuilds.
+func checkSetting(t *testing.T, name string, get func(*config) bool, on []string, cases []settingCase) {
+	t.Helper()
+	for _, tc := range cases {
 		cfg, _, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -148,22 +160,22 @@ func TestBoundedConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q %v: %v", tc.args, tc.env, err)
 		}
-		if cfg.hookBounded != tc.hook {
-			t.Errorf("%q %v: hook bounded %v, want %v", tc.args, tc.env, cfg.hookBounded, tc.hook)
+		if got := get(cfg); got != tc.want {
+			t.Errorf("%q %v: %s %v, want %v", tc.args, tc.env, name, got, tc.want)
 		}
 	}
-	skip, _, _ := parseConfig(nil, func(string) string { return "" })
-	hook, _, _ := parseConfig([]string{"-bounded", "hook"}, func(string) string { return "" })
-	hs, err := configHash(skip)
+	off, _, _ := parseConfig(nil, func(string) string { return "" })
+	onCfg, _, _ := parseConfig(on, func(string) string { return "" })
+	hoff, err := configHash(off)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hh, err := configHash(hook)
+	hon, err := configHash(onCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hs == hh {
-		t.Error("-bounded hook and skip hash alike: a change would not rebuild")
+	if hoff == hon {
+		t.Errorf("%q and the defaults hash alike: a change would not rebuild", on)
 	}
 }
 
@@ -171,50 +183,19 @@ func TestBoundedConfig(t *testing.T) {
 // is part of the configuration's hash: main packages compiled with one
 // setting are not reused with the other.
 func TestOTLPSetting(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		env  map[string]string
-		otlp bool
-		err  string
-	}{
+	t.Chdir(t.TempDir())
+	otlp := func(c *config) bool {
+		pkg := c.zeroCodeConfig().TracerPkg()
+		if c.otlp != (pkg == blacklist.AutoTracerPkg) || (!c.otlp && pkg != blacklist.LocalTracerPkg) {
+			t.Errorf("otlp %v links %s", c.otlp, pkg)
+		}
+		return c.otlp
+	}
+	checkSetting(t, "otlp", otlp, []string{"-otlp", "on"}, []settingCase{
 		{nil, nil, false, ""},
 		{[]string{"-otlp", "on"}, nil, true, ""},
 		{nil, map[string]string{"MATRIX_OTLP": "on"}, true, ""},
 		{[]string{"-otlp", "off"}, map[string]string{"MATRIX_OTLP": "on"}, false, ""},
 		{nil, map[string]string{"MATRIX_OTLP": "1"}, false, `bad OTLP sink setting "1" (MATRIX_OTLP or -otlp): want on or off`},
-	} {
-		cfg, _, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q %v: error %v, want %q", tc.args, tc.env, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%q %v: %v", tc.args, tc.env, err)
-		}
-		if cfg.otlp != tc.otlp {
-			t.Errorf("%q %v: otlp %v, want %v", tc.args, tc.env, cfg.otlp, tc.otlp)
-		}
-		want := blacklist.LocalTracerPkg
-		if tc.otlp {
-			want = blacklist.AutoTracerPkg
-		}
-		if got := cfg.zeroCodeConfig().TracerPkg(); got != want {
-			t.Errorf("%q %v: tracer package %s, want %s", tc.args, tc.env, got, want)
-		}
-	}
-	off, _, _ := parseConfig(nil, func(string) string { return "" })
-	on, _, _ := parseConfig([]string{"-otlp", "on"}, func(string) string { return "" })
-	hoff, err := configHash(off)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hon, err := configHash(on)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hoff == hon {
-		t.Error("-otlp on and off hash alike: a change would not rebuild")
-	}
+	})
 }
