@@ -15,10 +15,11 @@ import (
 // statement of the function (not those of the function literals it
 // contains) becomes
 //
-//	r0, r1 = <results>; if __matrix_on.v != 0 { __matrix_o(id) }; return
+//	r0, r1 = <results>; if __matrix_on.v == 0 { return }; __matrix_o(id); return
 //
 // so that the results are evaluated, and the calls they make are counted,
-// before the exit is recorded. The check at a return reads the recorder's
+// before the exit is recorded (why two returns: see "The path that does not
+// record"). The check at a return reads the recorder's
 // flag again rather than a flag the entry left in the frame: such a flag
 // lives across every call the function makes, so it costs a store, a
 // reload after calls and a register on the path that does not record. The
@@ -38,7 +39,7 @@ import (
 //	{ if __matrix_on.v != 0 { __matrix_i(id) }; {
 //		...; r0, r1 = <results>; goto __matrix_x
 //		...
-//	}; __matrix_x: if __matrix_on.v != 0 { __matrix_o(id) }; return }
+//	}; __matrix_x: if __matrix_on.v == 0 { return }; __matrix_o(id); return }
 //
 // Each exit site is a branch and a call, across which the register
 // allocator spills what is live, and which the compiler builds, allocates
@@ -264,12 +265,19 @@ func (p *Plan) exitEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncTy
 	joined := len(returns) > MaxExitReturns
 	lbrace := p.offset(body.Lbrace) + 1
 	entry := prefix
-	exit := "if " + HookActive + ".v != 0 { " + HookExit + "(" + idMark + ") }; "
+	// leave renders an exit site: the exit hook and a return, the
+	// return's keyword at offset at (see "The path that does not record").
+	back := func(at int) string { return p.directive(f, at) + "return" + final }
+	leave := func(at int) string {
+		return "if " + HookActive + ".v == 0 { " + back(at) + " }; " + HookExit + "(" + idMark + "); " + back(at)
+	}
 	if enter != nil {
 		// A recording copy, entered with the recorder on: it keeps the
 		// flag its enter helper returns, if it has an exit site.
 		entry += enter(sites > 0)
-		exit = "if " + exitFlag + " { " + HookExit + "(" + idMark + ") }; "
+		leave = func(at int) string {
+			return "if " + exitFlag + " { " + HookExit + "(" + idMark + ") }; " + back(at)
+		}
 	} else {
 		entry += "if " + HookActive + ".v != 0 { " + HookEnter + "(" + idMark + ") }; "
 	}
@@ -284,36 +292,40 @@ func (p *Plan) exitEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncTy
 		// The body moves into a block.
 		edits = append(edits, p.redeclEdits(f, fn, recv, ft, body)...)
 	}
+	if enter == nil && !copied {
+		edits = append(edits, p.splitEdits(f, fn, body)...)
+	}
 	for _, r := range returns {
 		ret := p.offset(r.Return)
 		kw := ret + len("return")
-		// leave is what follows the results' assignment: the exit and a
+		// site is what follows the results' assignment: the exit and a
 		// return, or a goto to the one exit site.
-		leave := exit + p.directive(f, ret) + "return" + final
+		site := leave(ret)
 		if joined {
-			leave = p.directive(f, ret) + "goto " + exitLabel
+			site = p.directive(f, ret) + "goto " + exitLabel
 		}
 		switch {
 		case len(r.Results) > 0:
 			end := p.offset(r.Results[len(r.Results)-1].End())
 			edits = append(edits,
 				edit{offset: ret, end: kw, fn: fn, text: strings.Join(assign, ", ") + " =" + p.directive(f, kw)},
-				edit{offset: end, end: end, fn: fn, text: "; " + leave + p.directive(f, end)})
-		case temps != nil:
-			// A bare return, where no result is declared again.
-			edits = append(edits, edit{offset: ret, end: kw, fn: fn, text: strings.Join(temps, ", ") + " = " + strings.Join(results, ", ") + "; " + leave + p.directive(f, kw)})
-		case joined:
-			edits = append(edits, edit{offset: ret, end: kw, fn: fn, text: leave + p.directive(f, kw)})
+				edit{offset: end, end: end, fn: fn, text: "; " + site + p.directive(f, end)})
 		default:
-			edits = append(edits, edit{offset: ret, end: ret, fn: fn, text: exit + p.directive(f, ret)})
+			// A bare return: the site replaces it; where a result is
+			// declared again, it first assigns the temporaries.
+			text := site + p.directive(f, kw)
+			if temps != nil {
+				text = strings.Join(temps, ", ") + " = " + strings.Join(results, ", ") + "; " + text
+			}
+			edits = append(edits, edit{offset: ret, end: kw, fn: fn, text: text})
 		}
 	}
 	rb := p.offset(body.Rbrace)
 	switch {
 	case joined:
-		edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: "; }; " + exitLabel + ": " + exit + "return" + final + p.directive(f, rb)})
+		edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: "; }; " + exitLabel + ": " + leave(rb) + p.directive(f, rb)})
 	case fallsOff:
-		edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: "; " + exit + p.directive(f, rb)})
+		edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: "; " + leave(rb) + p.directive(f, rb)})
 	}
 	return edits
 }
@@ -653,4 +665,75 @@ func (p *Plan) redeclEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.Func
 		edits = append(edits, edit{offset: end, end: end, fn: fn, text: "; " + strings.Join(after, "; ") + p.directive(f, end)})
 	}
 	return edits
+}
+
+// The path that does not record.
+//
+// Outside a hook-free copy, an exit site is
+//
+//	if __matrix_on.v == 0 { return }; __matrix_o(id); return
+//
+// rather than `if __matrix_on.v != 0 { __matrix_o(id) }; return`. The
+// compiler ranks a block that calls as more likely than one that returns,
+// but with the two paths joining before the return its layout puts the
+// hook's call in line all the same, and the path that does not record
+// jumps over it. With a return on each path, the return that does not
+// record follows the branch, which is not taken. The instructions are the
+// same; the return is duplicated (the epilogue, a few bytes a site).
+
+// Conditions that guard a return.
+//
+// A return in the body of `if a && f() { ... return }` is laid out by the
+// compiler's short-circuit pass, which jumps from a false `a` straight past
+// the body instead of through a boolean it then tests again. The pass gives
+// up when the call in the condition leaves a memory state to merge and the
+// body, which now holds an exit site, is more than one block: a hooked
+// yaml.v3 scanner paid three instructions (a move, a jump and a test) for
+// each `if parser.unread < 1 && !yaml_parser_update_buffer(parser, 1)
+// { return false }` of its loops, where a plain build pays none. So, outside
+// a hook-free copy, an if statement without else whose condition is a chain
+// of && and whose body returns at its top level becomes nested ifs, which
+// the compiler lays out as it did the plain one:
+//
+//	if a { if f() { ...; return } }
+//
+// The operands are evaluated in the same order, and only while the ones
+// before are true, as && does; an init statement stays with the outer if,
+// whose scope holds the inner ones.
+
+// splitEdits returns the edits that turn the && conditions of the if
+// statements of body that guard a return into nested ifs (see above).
+func (p *Plan) splitEdits(f *srcFile, fn int, body *ast.BlockStmt) []edit {
+	var edits []edit
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.IfStmt:
+			c, ok := n.Cond.(*ast.BinaryExpr)
+			if !ok || c.Op != token.LAND || n.Else != nil || !returnsAtTop(n.Body) {
+				return true
+			}
+			ops := 0
+			for ; ok && c.Op == token.LAND; c, ok = c.X.(*ast.BinaryExpr) {
+				at := p.offset(c.OpPos)
+				edits = append(edits, edit{offset: at, end: at + len("&&"), fn: fn, text: "{ if" + p.directive(f, at+len("&&"))})
+				ops++
+			}
+			rb := p.offset(n.Body.Rbrace) + 1
+			edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: strings.Repeat(" }", ops) + p.directive(f, rb)})
+		}
+		return true
+	})
+	return edits
+}
+
+// returnsAtTop reports whether a statement of block is a return.
+func returnsAtTop(block *ast.BlockStmt) bool {
+	for _, s := range block.List {
+		if _, ok := s.(*ast.ReturnStmt); ok {
+			return true
+		}
+	}
+	return false
 }

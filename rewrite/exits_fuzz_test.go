@@ -175,6 +175,26 @@ func f%[1]d(x int) float64 {
 	n, err = x, nil
 	return
 }`,
+	// && chains that guard returns (nested ifs outside a hook-free
+	// copy): the operands run in order, and only while the ones before
+	// are true; an init statement; an else; an ||; the line a call in
+	// such a body reports
+	`func c%[1]d(s *[]int, k, x int) bool { *s = append(*s, k); return x > k }
+
+func f%[1]d(x int) (n int) {
+	var s []int
+	if x > %[2]d && c%[1]d(&s, 1, x) { return len(s) + len(fmt.Sprint(s)) }
+	if v := len(s); v == 0 && c%[1]d(&s, 2, x) && c%[1]d(&s, 3, x) {
+		n = v + len(fmt.Sprint(s))
+		return
+	}
+	if x > 1 && c%[1]d(&s, 4, x) { n = 40 } else { return -len(s) }
+	if x%%2 == 0 && (c%[1]d(&s, 5, x) || c%[1]d(&s, 6, x)) {
+		_, _, line, _ := runtime.Caller(0)
+		return line + len(fmt.Sprint(s))
+	}
+	return n + len(fmt.Sprint(s))
+}`,
 	manyReturnsShape(80),
 }
 

@@ -90,31 +90,34 @@ func many(x int) int {
 	}
 	text := string(out)
 	for _, re := range []string{
-		// Unnamed results are named; the results are assigned, the exit
-		// recorded, then the bare return at the original position.
+		// Unnamed results are named; the results are assigned, then a
+		// return at the original position if the recorder is off, else
+		// the exit and the same return (see "The path that does not
+		// record").
 		`func unnamed\(x int\) \(__matrix_r0 /\*line [^*]*\*/int, __matrix_r1 /\*line [^*]*\*/error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(1\) \}; /`,
-		`__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(1\) \}; /\*line [^*]*x\.go:7:3\*/return`,
-		// Named results are assigned; a bare return gets the exit before it.
-		`n, err =/\*line [^*]*\*/ fmt\.Println\(n, x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(2\) \}; /\*line [^*]*\*/return`,
-		`if n > 3 \{ if __matrix_on\.v != 0 \{ __matrix_o\(2\) \}; /\*line [^*]*x\.go:14:13\*/return \}`,
-		// Falling off the end records the exit before the closing brace.
-		`fmt\.Println\(x, x\) ; if __matrix_on\.v != 0 \{ __matrix_o\(3\) \}; /\*line [^*]*\*/\}`,
+		`__matrix_r0, __matrix_r1 =/\*line [^*]*x\.go:7:9\*/ fmt\.Println\(x, x, x\); if __matrix_on\.v == 0 \{ /\*line [^*]*x\.go:7:3\*/return \}; __matrix_o\(1\); /\*line [^*]*x\.go:7:3\*/return`,
+		// Named results are assigned; a bare return becomes the exit site.
+		`n, err =/\*line [^*]*\*/ fmt\.Println\(n, x, x\); if __matrix_on\.v == 0 \{ /\*line [^*]*\*/return \}; __matrix_o\(2\); /\*line [^*]*\*/return`,
+		`if n > 3 \{ if __matrix_on\.v == 0 \{ /\*line [^*]*x\.go:14:13\*/return \}; __matrix_o\(2\); /\*line [^*]*x\.go:14:13\*/return/\*line [^*]*\*/ \}`,
+		// Falling off the end records the exit before the closing brace,
+		// and returns there.
+		`fmt\.Println\(x, x\) ; if __matrix_on\.v == 0 \{ /\*line [^*]*x\.go:18:61\*/return \}; __matrix_o\(3\); /\*line [^*]*x\.go:18:61\*/return/\*line [^*]*\*/\}`,
 		`func defers\(x int\) int \{if __matrix_on\.v != 0 && __matrix_i\(4\) \{ defer __matrix_o\(4\) \}`,
 		// A result named _ is named, in place, so that the return can
 		// assign it; one return is its own exit site.
-		`func blank\(x int\) \(__matrix_r0/\*line [^*]*x\.go:24:21\*/ int, err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(6\) \}; /\*line [^*]*\*/ fmt\.Println\(x, x, x\); __matrix_r0, err =/\*line [^*]*\*/ 1, nil; if __matrix_on\.v != 0 \{ __matrix_o\(6\) \}; /\*line [^*]*x\.go:24:62\*/return`,
+		`func blank\(x int\) \(__matrix_r0/\*line [^*]*x\.go:24:21\*/ int, err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(6\) \}; /\*line [^*]*\*/ fmt\.Println\(x, x, x\); __matrix_r0, err =/\*line [^*]*\*/ 1, nil; if __matrix_on\.v == 0 \{ /\*line [^*]*x\.go:24:62\*/return \}; __matrix_o\(6\); /\*line [^*]*x\.go:24:62\*/return`,
 		// A result declared again: the returns assign temporaries
 		// declared at entry, and return them.
 		`func shadow\(x int\) \(err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(7\) \}; __matrix_t0 := err; /`,
-		`\{ err := fmt\.Errorf\("%d", x\); __matrix_t0 =/\*line [^*]*\*/ err; if __matrix_on\.v != 0 \{ __matrix_o\(7\) \}; /\*line [^*]*x\.go:27:41\*/return __matrix_t0/\*line [^*]*\*/ \}`,
-		`__matrix_t0 =/\*line [^*]*x\.go:28:8\*/ fmt\.Errorf\("%d %d", x, x\); if __matrix_on\.v != 0 \{ __matrix_o\(7\) \}; /\*line [^*]*x\.go:28:2\*/return __matrix_t0`,
+		`\{ err := fmt\.Errorf\("%d", x\); __matrix_t0 =/\*line [^*]*\*/ err; if __matrix_on\.v == 0 \{ /\*line [^*]*x\.go:27:41\*/return __matrix_t0 \}; __matrix_o\(7\); /\*line [^*]*x\.go:27:41\*/return __matrix_t0/\*line [^*]*\*/ \}`,
+		`__matrix_t0 =/\*line [^*]*x\.go:28:8\*/ fmt\.Errorf\("%d %d", x, x\); if __matrix_on\.v == 0 \{ /\*line [^*]*x\.go:28:2\*/return __matrix_t0 \}; __matrix_o\(7\); /\*line [^*]*x\.go:28:2\*/return __matrix_t0`,
 		// More than MaxExitReturns returns: one exit site, after the
 		// body, which the returns reach by goto at their positions.
 		`func many\(x int\) \(__matrix_r0 /\*line [^*]*\*/int\)/\*line [^*]*\*/ \{if __matrix_on\.v != 0 \{ __matrix_i\(11\) \}; \{ `,
 		`\t\t__matrix_r0 =/\*line [^*]*\*/ len\(fmt\.Sprint\(x, 3\)\); /\*line [^*]*x\.go:51:3\*/goto __matrix_x/\*line [^*]*\*/\n`,
-		`\}; __matrix_x: if __matrix_on\.v != 0 \{ __matrix_o\(11\) \}; return/\*line [^*]*\*/\}`,
+		`\}; __matrix_x: if __matrix_on\.v == 0 \{ /\*line [^*]*\*/return \}; __matrix_o\(11\); /\*line [^*]*\*/return/\*line [^*]*\*/\}`,
 		// goto is fine: nothing is declared after the entry.
-		`again:\n\tr \+= len\(fmt\.Sprint\(x, r\)\)\n\tif r < 10 \{ goto again \}\n\tif __matrix_on\.v != 0 \{ __matrix_o\(8\) \}; /\*line [^*]*\*/return`,
+		`again:\n\tr \+= len\(fmt\.Sprint\(x, r\)\)\n\tif r < 10 \{ goto again \}\n\tif __matrix_on\.v == 0 \{ /\*line [^*]*\*/return \}; __matrix_o\(8\); /\*line [^*]*\*/return`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("rewritten file does not match %s\n%s", re, text)
@@ -287,5 +290,58 @@ func overMethod(l *list) { for x := range l.All() { fmt.Println(x, l) }; fmt.Pri
 		if got := strings.Join(p.Copied, " "); got != tc.want {
 			t.Errorf("typed %v: copied %q, want %q", tc.types != nil, got, tc.want)
 		}
+	}
+}
+
+// TestSplitConditions: outside a hook-free copy, an if statement without
+// else whose condition is a chain of && and whose body returns becomes
+// nested ifs, one per operand, at the operands' positions (see
+// splitEdits); others are left alone.
+func TestSplitConditions(t *testing.T) {
+	src := `package x
+
+import "fmt"
+
+func f(a, b int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+func guarded(x int) int {
+	if x > 0 && f(x, 1) { return 1 }
+	if v := x * 2; v > 3 && f(v, x) && f(x, v) {
+		fmt.Println(v)
+		return v
+	}
+	if x > 1 && f(x, 2) { fmt.Println(x) } else { return 2 }
+	if x > 2 || f(x, 3) { return 3 }
+	if x > 3 && f(x, 4) { fmt.Println(x) }
+	return len(fmt.Sprint(x, x, x))
+}
+`
+	p, out, path := rewriteSourceOpts(t, src, Options{PkgPath: "example.com/x", InlineBudget: -1, ReturnExits: true})
+	ids := make([]uint32, len(p.Funcs))
+	for i := range ids {
+		ids[i] = uint32(i + 1)
+	}
+	checkPositions(t, path, []byte(src), out)
+	if !typeChecks(map[string][]byte{"x.go": out, HooksFileName: p.HooksFile(ids)}) {
+		t.Fatalf("rewritten file does not type-check\n%s", out)
+	}
+	text := string(out)
+	for _, re := range []string{
+		`if x > 0 \{ if/\*line [^*]*x\.go:8:13\*/ f\(x, 1\) \{ __matrix_r0 =[^\n]*return/\*line [^*]*\*/ \} \}/\*line [^*]*x\.go:8:34\*/\n`,
+		`if v := x \* 2; v > 3 \{ if/\*line [^*]*x\.go:9:25\*/ f\(v, x\) \{ if/\*line [^*]*x\.go:9:36\*/ f\(x, v\) \{\n`,
+		`\n\t\} \} \}/\*line [^*]*x\.go:12:3\*/\n`,
+		// An else, an || or a body without a return: unchanged.
+		`if x > 1 && f\(x, 2\) \{ fmt\.Println\(x\) \} else \{`,
+		`if x > 2 \|\| f\(x, 3\) \{`,
+		`if x > 3 && f\(x, 4\) \{ fmt\.Println\(x\) \}\n`,
+	} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("rewritten file does not match %s\n%s", re, text)
+		}
+	}
+	// A hook-free copy keeps the original body, && and all.
+	_, out, _ = rewriteSourceOpts(t, src, Options{PkgPath: "example.com/x", InlineBudget: -1, ReturnExits: true, CopyBudget: 1000})
+	if n := strings.Count(string(out), "&&"); n != 2*5 {
+		t.Errorf("with a copy: %d &&, want 10 (5 in each copy)\n%s", n, out)
 	}
 }

@@ -93,6 +93,11 @@ func checkPositionsAt(t testing.TB, path, rewrittenPath string, orig, rewritten 
 	got := tokens(t, rewrittenPath, rewritten)
 	j := 0
 	for _, w := range want {
+		if w.tok == token.LAND {
+			// An && that guards a return becomes nested ifs (see
+			// splitEdits): the operands keep their positions.
+			continue
+		}
 		if w.tok == token.RETURN {
 			k := j
 			// A return becomes a goto, at its position, where a
