@@ -55,6 +55,40 @@ type Dispatch struct {
 	relMu sync.RWMutex
 
 	prev, next *Dispatch
+
+	// reusable says the dispatch was begun by a patched dispatch source
+	// (hookBegin), which holds the pointer only to end it: its memory may
+	// serve another dispatch once it has ended (see recycle), unless kept
+	// says that someone else was handed the pointer.
+	reusable bool
+	kept     atomic.Bool
+}
+
+// dispatchPool holds ended dispatches that nothing refers to any more, for
+// the dispatch sources patched into the standard library: a server then
+// allocates no dispatch per request.
+var dispatchPool = sync.Pool{New: func() any { return new(Dispatch) }}
+
+// keep marks the dispatch as handed to code that may use it after it
+// ends: its memory is never reused.
+func (d *Dispatch) keep() {
+	if d.reusable && !d.kept.Load() {
+		d.kept.Store(true)
+	}
+}
+
+// recycle puts an ended dispatch back into dispatchPool if nothing can use
+// it any more: it is reusable and kept by no one (Current, Running and
+// observers that may keep a dispatch mark it), it was ended by End on its
+// own goroutine, which records into it no longer (its buffer is released,
+// so no reader copies from it), and it started no goroutine (whose ring
+// would refer to it). stop reports the second condition.
+func (d *Dispatch) recycle() {
+	if !d.reusable || d.kept.Load() || atomic.LoadUint32(&d.ring.Kids) != 0 || d.data != nil {
+		return
+	}
+	*d = Dispatch{}
+	dispatchPool.Put(d)
 }
 
 // Begin starts a dispatch on the calling goroutine and returns it; it
@@ -75,13 +109,14 @@ type Dispatch struct {
 //go:noinline
 func Begin(kind Kind, name string) *Dispatch {
 	// begin, Begin, and Begin's caller, which begins the dispatch.
-	return begin(kind, name, 2)
+	return begin(kind, name, 2, false)
 }
 
-// begin starts a dispatch whose beginning frame is skip frames above it.
+// begin starts a dispatch whose beginning frame is skip frames above it;
+// reusable is the dispatch's (see Dispatch.reusable).
 //
 //go:noinline
-func begin(kind Kind, name string, skip int) *Dispatch {
+func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	r := cur.Load()
 	if r == nil {
 		return nil
@@ -91,7 +126,13 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 	var at site
 	at.depth, at.entry, at.n = rtFrame(skip, at.pcs[:])
 	settle(goid, &at)
-	d := &Dispatch{kind: kind, name: name, rec: r, goid: goid, site: at}
+	var d *Dispatch
+	if reusable {
+		d = dispatchPool.Get().(*Dispatch)
+		d.kind, d.name, d.rec, d.goid, d.site, d.reusable = kind, name, r, goid, at, true
+	} else {
+		d = &Dispatch{kind: kind, name: name, rec: r, goid: goid, site: at}
+	}
 	d.ring.Frame = at.depth
 	d.data = r.getBuffer()
 	if d.data != nil {
@@ -111,7 +152,9 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 	running.Lock()
 	runList.push(d)
 	running.Unlock()
-	forObservers(func(o Observer) { o.DispatchBegin(d) })
+	if forObservers(func(o Observer) { o.DispatchBegin(d) }) {
+		d.keep()
+	}
 	return d
 }
 
@@ -195,14 +238,19 @@ func settle(goid uint64, at *site) {
 // already, or was abandoned, does nothing and is counted
 // (Stats.LateEnds).
 func (d *Dispatch) End() {
-	if d == nil {
-		return
+	if d != nil {
+		d.stop()
 	}
+}
+
+// stop is End; it reports whether it ended the dispatch on the dispatch's
+// own goroutine, which then records into it no longer.
+func (d *Dispatch) stop() (own bool) {
 	if !atomic.CompareAndSwapUint32(&d.ring.State, abi.RingRunning, abi.RingEnded) {
 		lateEnds.Add(1)
-		return
+		return false
 	}
-	own := rtGoid() == d.goid && d.onSlot()
+	own = rtGoid() == d.goid && d.onSlot()
 	if own {
 		// Dispatches begun inside d and never ended are abandoned.
 		for p := rtCurrent(); p != unsafe.Pointer(d); p = rtCurrent() {
@@ -229,6 +277,7 @@ func (d *Dispatch) End() {
 	d.end = time.Now()
 	d.endMs = max(ms, d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
 	d.finish(own)
+	return own
 }
 
 // onSlot reports whether d is on the calling goroutine's chain of
@@ -251,7 +300,9 @@ func (d *Dispatch) finish(free bool) {
 	runList.remove(d)
 	running.Unlock()
 	d.countKids()
-	forObservers(func(o Observer) { o.DispatchEnd(d) })
+	if forObservers(func(o Observer) { o.DispatchEnd(d) }) {
+		d.keep()
+	}
 	if free {
 		d.release()
 		return
