@@ -190,12 +190,12 @@ type verdict struct {
 	heldBack uint64
 }
 
-// observe records a dispatch of scene that took cost, ending at now, and
+// observe records a dispatch of scene that took cost from start, and
 // decides whether it is slow for the scene; absolute says it is reported
 // anyway (over the threshold), so that it is only counted. It decides
 // before counting the dispatch, so that a dispatch is compared with the
 // ones before it.
-func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, now time.Time) verdict {
+func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, start time.Time) verdict {
 	s := t.stats(scene)
 	b := bucketOf(cost)
 	s.mu.Lock()
@@ -214,6 +214,7 @@ func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, no
 			}
 		}
 		if v.report {
+			now := start.Add(cost) // its end: only a dispatch to report needs it
 			if now.Sub(s.minute) >= time.Minute {
 				s.minute, s.reported = now, 0
 			}
