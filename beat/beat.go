@@ -352,7 +352,7 @@ func forObservers(f func(Observer)) (kept bool) {
 // deferred call: begin, hookBegin, the runtime's matrixDispatchBegin, and
 // the patched function.
 //
-// Such a dispatch is reusable (see Dispatch.reuse): the patched function
+// Such a dispatch is reusable (see Dispatch.reusable): the patched function
 // holds the pointer only to end it, and hands it to no one.
 //
 //go:noinline

@@ -257,7 +257,7 @@ func (d *Dispatch) stop() (own bool) {
 			in := (*Dispatch)(p)
 			rtSwapRing(in.ring.Outer)
 			if atomic.CompareAndSwapUint32(&in.ring.State, abi.RingRunning, abi.RingAbandoned) {
-				in.finish(true)
+				in.finish(true, false)
 			} else {
 				in.release()
 			}
@@ -276,7 +276,7 @@ func (d *Dispatch) stop() (own bool) {
 	}
 	d.end = time.Now()
 	d.endMs = max(ms, d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
-	d.finish(own)
+	d.finish(own, own)
 	return own
 }
 
@@ -294,8 +294,10 @@ func (d *Dispatch) onSlot() bool {
 // finish takes an ended or abandoned dispatch out of the running list and
 // tells the observers. With free, no goroutine records into it any more
 // and its buffer goes back to the pool; otherwise it waits for that among
-// the detached dispatches (see reap).
-func (d *Dispatch) finish(free bool) {
+// the detached dispatches (see reap). sole says that the calling goroutine
+// ended the dispatch with End on its own goroutine: no other goroutine
+// releases it (see release).
+func (d *Dispatch) finish(free, sole bool) {
 	running.Lock()
 	runList.remove(d)
 	running.Unlock()
@@ -304,6 +306,14 @@ func (d *Dispatch) finish(free bool) {
 		d.keep()
 	}
 	if free {
+		if sole && d.reusable && !d.kept.Load() {
+			// Nothing but the recorder has the dispatch: its observers
+			// copied its records above, and no one else can be copying
+			// them now, nor releasing it.
+			d.releaseData(d.data)
+			d.data = nil
+			return
+		}
 		d.release()
 		return
 	}
@@ -326,15 +336,23 @@ func (d *Dispatch) abandon(free bool) {
 		d.end = time.Now()
 		d.endMs = max(nowMs(), d.beginMs)
 	}
-	d.finish(free)
+	d.finish(free, false)
 }
 
-// release returns the dispatch's buffer to the pool, once.
+// release returns the dispatch's buffer to the pool, once: two goroutines
+// may release a dispatch ended by another than its own (its own goroutine
+// and reap), and readers may be copying its records.
 func (d *Dispatch) release() {
 	d.relMu.Lock()
 	data := d.data
 	d.data = nil
 	d.relMu.Unlock()
+	d.releaseData(data)
+}
+
+// releaseData returns data, the dispatch's buffer taken from it, to the
+// pool, and lets the dispatch's child rings go.
+func (d *Dispatch) releaseData(data []uint64) {
 	if data != nil {
 		d.rec.putBuffer(data, atomic.LoadUint64(&d.ring.N))
 		d.releaseKids()
@@ -376,7 +394,7 @@ func reap() {
 			abandoned.Add(1)
 			d.end = time.Now()
 			d.endMs = max(nowMs(), d.beginMs)
-			d.finish(true)
+			d.finish(true, false)
 		}
 	}
 	now := int64(rtGetNow()) // the recorder's clock, in ms: no clock read
