@@ -1,6 +1,7 @@
 package beat
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -508,15 +509,21 @@ func (d *Dispatch) SetRequest(r Request) {
 // non-ASCII bytes and "<>\^`{|} that a client could send.
 func validHost(host string) bool {
 	for i := 0; i < len(host); i++ {
-		if c := host[i]; c <= ' ' || c >= 0x7f || hostDenied[c] {
+		if !hostByte[host[i]] {
 			return false
 		}
 	}
 	return true
 }
 
-// hostDenied are the printable ASCII bytes validHost rejects.
-var hostDenied = [128]bool{'"': true, '<': true, '>': true, '\\': true, '^': true, '`': true, '{': true, '|': true, '}': true}
+// hostByte are the bytes validHost accepts: printable ASCII but for
+// "<>\^`{|}. One load per byte: every request's host is checked.
+var hostByte = func() (ok [256]bool) {
+	for c := '!'; c < 0x7f; c++ {
+		ok[c] = !strings.ContainsRune("\"<>\\^`{|}", c)
+	}
+	return ok
+}()
 
 // Request returns the request set by SetRequest, and whether there is
 // one. It may be called from any goroutine while the dispatch runs.
