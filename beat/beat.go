@@ -26,6 +26,7 @@ import (
 	"unsafe"
 
 	"github.com/matrixgo/matrix/internal/abi"
+	"github.com/matrixgo/matrix/internal/observe"
 )
 
 // DispatchID is the reserved function id of the DISPATCH pseudo-function.
@@ -97,6 +98,18 @@ type recorder struct {
 	mu      sync.Mutex
 	free    [][]uint64 // idle buffers
 	buffers int        // buffers allocated and not released
+
+	// monoBase is a reading of the clock, and nanoBase the record time
+	// in ns read just before it: recordMs turns the time.Now of a
+	// dispatch's bound into record time without reading the clock again.
+	monoBase time.Time
+	nanoBase int64
+}
+
+// recordMs returns the record time of t, a reading of time.Now, in ms: at
+// most a few ns early, never late.
+func (r *recorder) recordMs(t time.Time) uint64 {
+	return uint64(r.nanoBase+int64(t.Sub(r.monoBase))) / uint64(time.Millisecond)
 }
 
 var (
@@ -105,7 +118,7 @@ var (
 	// lifecycle serialises Start and Stop.
 	lifecycle sync.Mutex
 
-	observers atomic.Pointer[[]Observer]
+	observers atomic.Pointer[observerList]
 	obsMu     sync.Mutex
 
 	running   sync.Mutex
@@ -141,6 +154,9 @@ func Start(cfg Config) error {
 		cfg.ChildBufferSize = DefaultChildBufferSize
 	}
 	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize)}
+	_, _, epoch, _ := rtStartupInfo()
+	r.nanoBase = rtNanotime() - epoch
+	r.monoBase = time.Now()
 	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, 1<<30)))
 	rtSetClock(true)
 	cur.Store(r)
@@ -285,16 +301,33 @@ func ReadStats() Stats {
 	return s
 }
 
+// observerList is the registered observers, never changed once stored.
+type observerList struct {
+	list []Observer
+	// kept says that one of them may keep a dispatch past the call that
+	// hands it over (its type is not marked by package observe): then no
+	// dispatch it sees is reused.
+	kept bool
+}
+
+func storeObservers(list []Observer) {
+	l := &observerList{list: list}
+	for _, o := range list {
+		l.kept = l.kept || !observe.Transient(o)
+	}
+	observers.Store(l)
+}
+
 // AddObserver registers o for every later dispatch.
 func AddObserver(o Observer) {
 	obsMu.Lock()
 	defer obsMu.Unlock()
 	var list []Observer
 	if p := observers.Load(); p != nil {
-		list = append(list, *p...)
+		list = append(list, p.list...)
 	}
 	list = append(list, o)
-	observers.Store(&list)
+	storeObservers(list)
 }
 
 // RemoveObserver unregisters o.
@@ -306,20 +339,25 @@ func RemoveObserver(o Observer) {
 		return
 	}
 	var list []Observer
-	for _, x := range *p {
+	for _, x := range p.list {
 		if x != o {
 			list = append(list, x)
 		}
 	}
-	observers.Store(&list)
+	storeObservers(list)
 }
 
-func forObservers(f func(Observer)) {
-	if p := observers.Load(); p != nil {
-		for _, o := range *p {
-			f(o)
-		}
+// forObservers calls f for every observer, and reports whether one of them
+// may keep the dispatch f hands it.
+func forObservers(f func(Observer)) (kept bool) {
+	p := observers.Load()
+	if p == nil {
+		return false
 	}
+	for _, o := range p.list {
+		f(o)
+	}
+	return p.kept
 }
 
 // hookBegin, hookEnd and hookScene serve the dispatch sources patched into
@@ -329,9 +367,12 @@ func forObservers(f func(Observer)) {
 // deferred call: begin, hookBegin, the runtime's matrixDispatchBegin, and
 // the patched function.
 //
+// Such a dispatch is reusable (see Dispatch.reusable): the patched function
+// holds the pointer only to end it, and hands it to no one.
+//
 //go:noinline
 func hookBegin(kind int, name string) unsafe.Pointer {
-	return unsafe.Pointer(begin(Kind(kind), name, 3))
+	return unsafe.Pointer(begin(Kind(kind), name, 3, true))
 }
 
 func hookEnd(d unsafe.Pointer, scene string) {
@@ -339,7 +380,9 @@ func hookEnd(d unsafe.Pointer, scene string) {
 	if scene != "" {
 		dd.SetScene(scene)
 	}
-	dd.End()
+	if dd.stop() {
+		dd.recycle()
+	}
 }
 
 // hookScene names the scene from a route pattern the net/http ServeMux
@@ -410,6 +453,7 @@ func Current() *Dispatch {
 			return nil // left by a goroutine that exited inside it
 		}
 		if atomic.LoadUint32(&d.ring.State) == abi.RingRunning {
+			d.keep()
 			return d
 		}
 		p = d.ring.Outer
@@ -427,6 +471,7 @@ func Running(f func(d *Dispatch)) {
 	defer running.Unlock()
 	for d := runList.head; d != nil; d = d.next {
 		if atomic.LoadUint32(&d.ring.State) == abi.RingRunning {
+			d.keep() // before f can keep it, under the lock End takes
 			f(d)
 		}
 	}

@@ -1,6 +1,7 @@
 package beat
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,40 @@ type Dispatch struct {
 	relMu sync.RWMutex
 
 	prev, next *Dispatch
+
+	// reusable says the dispatch was begun by a patched dispatch source
+	// (hookBegin), which holds the pointer only to end it: its memory may
+	// serve another dispatch once it has ended (see recycle), unless kept
+	// says that someone else was handed the pointer.
+	reusable bool
+	kept     atomic.Bool
+}
+
+// dispatchPool holds ended dispatches that nothing refers to any more, for
+// the dispatch sources patched into the standard library: a server then
+// allocates no dispatch per request.
+var dispatchPool = sync.Pool{New: func() any { return new(Dispatch) }}
+
+// keep marks the dispatch as handed to code that may use it after it
+// ends: its memory is never reused.
+func (d *Dispatch) keep() {
+	if d.reusable && !d.kept.Load() {
+		d.kept.Store(true)
+	}
+}
+
+// recycle puts an ended dispatch back into dispatchPool if nothing can use
+// it any more: it is reusable and kept by no one (Current, Running and
+// observers that may keep a dispatch mark it), it was ended by End on its
+// own goroutine, which records into it no longer (its buffer is released,
+// so no reader copies from it), and it started no goroutine (whose ring
+// would refer to it). stop reports the second condition.
+func (d *Dispatch) recycle() {
+	if !d.reusable || d.kept.Load() || atomic.LoadUint32(&d.ring.Kids) != 0 || d.data != nil {
+		return
+	}
+	*d = Dispatch{}
+	dispatchPool.Put(d)
 }
 
 // Begin starts a dispatch on the calling goroutine and returns it; it
@@ -75,13 +110,14 @@ type Dispatch struct {
 //go:noinline
 func Begin(kind Kind, name string) *Dispatch {
 	// begin, Begin, and Begin's caller, which begins the dispatch.
-	return begin(kind, name, 2)
+	return begin(kind, name, 2, false)
 }
 
-// begin starts a dispatch whose beginning frame is skip frames above it.
+// begin starts a dispatch whose beginning frame is skip frames above it;
+// reusable is the dispatch's (see Dispatch.reusable).
 //
 //go:noinline
-func begin(kind Kind, name string, skip int) *Dispatch {
+func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	r := cur.Load()
 	if r == nil {
 		return nil
@@ -91,7 +127,13 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 	var at site
 	at.depth, at.entry, at.n = rtFrame(skip, at.pcs[:])
 	settle(goid, &at)
-	d := &Dispatch{kind: kind, name: name, rec: r, goid: goid, site: at}
+	var d *Dispatch
+	if reusable {
+		d = dispatchPool.Get().(*Dispatch)
+		d.kind, d.name, d.rec, d.goid, d.site, d.reusable = kind, name, r, goid, at, true
+	} else {
+		d = &Dispatch{kind: kind, name: name, rec: r, goid: goid, site: at}
+	}
 	d.ring.Frame = at.depth
 	d.data = r.getBuffer()
 	if d.data != nil {
@@ -103,7 +145,7 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 	}
 	d.id = dispatchN.Add(1)
 	d.start = time.Now()
-	rtSetNow(max(nowMs(), rtGetNow()))
+	rtSetNow(max(r.recordMs(d.start), rtGetNow()))
 	d.beginMs = rtGetNow()
 	d.ring.Outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
@@ -111,7 +153,9 @@ func begin(kind Kind, name string, skip int) *Dispatch {
 	running.Lock()
 	runList.push(d)
 	running.Unlock()
-	forObservers(func(o Observer) { o.DispatchBegin(d) })
+	if forObservers(func(o Observer) { o.DispatchBegin(d) }) {
+		d.keep()
+	}
 	return d
 }
 
@@ -195,21 +239,26 @@ func settle(goid uint64, at *site) {
 // already, or was abandoned, does nothing and is counted
 // (Stats.LateEnds).
 func (d *Dispatch) End() {
-	if d == nil {
-		return
+	if d != nil {
+		d.stop()
 	}
+}
+
+// stop is End; it reports whether it ended the dispatch on the dispatch's
+// own goroutine, which then records into it no longer.
+func (d *Dispatch) stop() (own bool) {
 	if !atomic.CompareAndSwapUint32(&d.ring.State, abi.RingRunning, abi.RingEnded) {
 		lateEnds.Add(1)
-		return
+		return false
 	}
-	own := rtGoid() == d.goid && d.onSlot()
+	own = rtGoid() == d.goid && d.onSlot()
 	if own {
 		// Dispatches begun inside d and never ended are abandoned.
 		for p := rtCurrent(); p != unsafe.Pointer(d); p = rtCurrent() {
 			in := (*Dispatch)(p)
 			rtSwapRing(in.ring.Outer)
 			if atomic.CompareAndSwapUint32(&in.ring.State, abi.RingRunning, abi.RingAbandoned) {
-				in.finish(true)
+				in.finish(true, false)
 			} else {
 				in.release()
 			}
@@ -217,7 +266,8 @@ func (d *Dispatch) End() {
 	}
 	// The clock goroutine may lag on a loaded machine: the dispatch's own
 	// bounds are read from the monotonic clock.
-	ms := nowMs()
+	d.end = time.Now()
+	ms := d.rec.recordMs(d.end)
 	if own {
 		rtSetNow(max(ms, rtGetNow()))
 		rtExit(DispatchID)
@@ -226,9 +276,9 @@ func (d *Dispatch) End() {
 	} else {
 		remoteEnds.Add(1)
 	}
-	d.end = time.Now()
 	d.endMs = max(ms, d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
-	d.finish(own)
+	d.finish(own, own)
+	return own
 }
 
 // onSlot reports whether d is on the calling goroutine's chain of
@@ -245,14 +295,26 @@ func (d *Dispatch) onSlot() bool {
 // finish takes an ended or abandoned dispatch out of the running list and
 // tells the observers. With free, no goroutine records into it any more
 // and its buffer goes back to the pool; otherwise it waits for that among
-// the detached dispatches (see reap).
-func (d *Dispatch) finish(free bool) {
+// the detached dispatches (see reap). sole says that the calling goroutine
+// ended the dispatch with End on its own goroutine: no other goroutine
+// releases it (see release).
+func (d *Dispatch) finish(free, sole bool) {
 	running.Lock()
 	runList.remove(d)
 	running.Unlock()
 	d.countKids()
-	forObservers(func(o Observer) { o.DispatchEnd(d) })
+	if forObservers(func(o Observer) { o.DispatchEnd(d) }) {
+		d.keep()
+	}
 	if free {
+		if sole && d.reusable && !d.kept.Load() {
+			// Nothing but the recorder has the dispatch: its observers
+			// copied its records above, and no one else can be copying
+			// them now, nor releasing it.
+			d.releaseData(d.data)
+			d.data = nil
+			return
+		}
 		d.release()
 		return
 	}
@@ -275,15 +337,23 @@ func (d *Dispatch) abandon(free bool) {
 		d.end = time.Now()
 		d.endMs = max(nowMs(), d.beginMs)
 	}
-	d.finish(free)
+	d.finish(free, false)
 }
 
-// release returns the dispatch's buffer to the pool, once.
+// release returns the dispatch's buffer to the pool, once: two goroutines
+// may release a dispatch ended by another than its own (its own goroutine
+// and reap), and readers may be copying its records.
 func (d *Dispatch) release() {
 	d.relMu.Lock()
 	data := d.data
 	d.data = nil
 	d.relMu.Unlock()
+	d.releaseData(data)
+}
+
+// releaseData returns data, the dispatch's buffer taken from it, to the
+// pool, and lets the dispatch's child rings go.
+func (d *Dispatch) releaseData(data []uint64) {
 	if data != nil {
 		d.rec.putBuffer(data, atomic.LoadUint64(&d.ring.N))
 		d.releaseKids()
@@ -325,7 +395,7 @@ func reap() {
 			abandoned.Add(1)
 			d.end = time.Now()
 			d.endMs = max(nowMs(), d.beginMs)
-			d.finish(true)
+			d.finish(true, false)
 		}
 	}
 	now := int64(rtGetNow()) // the recorder's clock, in ms: no clock read
@@ -439,15 +509,21 @@ func (d *Dispatch) SetRequest(r Request) {
 // non-ASCII bytes and "<>\^`{|} that a client could send.
 func validHost(host string) bool {
 	for i := 0; i < len(host); i++ {
-		if c := host[i]; c <= ' ' || c >= 0x7f || hostDenied[c] {
+		if !hostByte[host[i]] {
 			return false
 		}
 	}
 	return true
 }
 
-// hostDenied are the printable ASCII bytes validHost rejects.
-var hostDenied = [128]bool{'"': true, '<': true, '>': true, '\\': true, '^': true, '`': true, '{': true, '|': true, '}': true}
+// hostByte are the bytes validHost accepts: printable ASCII but for
+// "<>\^`{|}. One load per byte: every request's host is checked.
+var hostByte = func() (ok [256]bool) {
+	for c := '!'; c < 0x7f; c++ {
+		ok[c] = !strings.ContainsRune("\"<>\\^`{|}", c)
+	}
+	return ok
+}()
 
 // Request returns the request set by SetRequest, and whether there is
 // one. It may be called from any goroutine while the dispatch runs.

@@ -90,3 +90,9 @@ func rtKidsDetach(p unsafe.Pointer) unsafe.Pointer
 
 //go:linkname rtKidsLive runtime.matrixKidsLive
 func rtKidsLive() uint32
+
+//go:linkname rtDispatchBegin runtime.matrixDispatchBegin
+func rtDispatchBegin(kind int, name string) unsafe.Pointer
+
+//go:linkname rtDispatchEnd runtime.matrixDispatchEnd
+func rtDispatchEnd(d unsafe.Pointer, scene string)

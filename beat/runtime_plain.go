@@ -28,6 +28,9 @@ func rtSetDispatchHooks(func(int, string) unsafe.Pointer, func(unsafe.Pointer, s
 
 func rtAtExit(func()) {}
 
+func rtDispatchBegin(int, string) unsafe.Pointer { return nil }
+func rtDispatchEnd(unsafe.Pointer, string)       {}
+
 func rtStartupInfo() (unsafe.Pointer, uint64, int64, int64) { return nil, 0, 0, 0 }
 func rtNanotime() int64                                     { return 0 }
 func rtStartupRing() unsafe.Pointer                         { return nil }

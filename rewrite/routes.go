@@ -81,12 +81,16 @@ var routeRules = map[string][]routeRule{
 	}},
 	// chi v5: each router's match; a mounted router matches after the
 	// router it is mounted on, and RoutePattern joins the patterns of
-	// both.
+	// both. A request that matches no route of a router (nil, or a node
+	// without the method's pattern, which FindRoute then leaves
+	// unrecorded) is unmatched; one that matches is named once, after
+	// its pattern.
 	"github.com/go-chi/chi/v5": {{
 		needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
 		hooks: []routeHook{
 			{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
-				text: `__matrix_rt_route(rctx.RouteMethod, ""); `},
+				after: "rn := n.findRoute(rctx, method, path)",
+				text:  `; if rn == nil || __matrix_rt_active() && rn.endpoints[method].pattern == "" { __matrix_rt_route(rctx.RouteMethod, "") }`},
 			{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
 				after: "rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern)",
 				text:  "; if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }"},

@@ -88,12 +88,14 @@ var stdHooks = map[string][]stdHook{
 		// request's trace context goes to the dispatch, so that exported
 		// reports join the caller's trace, and so do its method, host and
 		// scheme (never its path or query: the route is the scene).
+		// The header is read by its canonical key, as the server stored
+		// it: Header.Get would canonicalize the key on every request.
 		{recv: "serverHandler", name: "ServeHTTP", stmt: func(p []string) string {
 			if len(p) < 3 || p[2] == "_" {
 				return beginEnd(kindHTTP, `"http"`)
 			}
 			r := p[2]
-			return fmt.Sprintf("if __matrix_d := __matrix_begin(%d, %s); __matrix_d != nil { __matrix_request(__matrix_d, %s.Method, %s.Host, %s.TLS != nil); __matrix_traceparent(__matrix_d, %s.Header.Get(\"Traceparent\")); defer __matrix_end(__matrix_d, \"\") }; ", kindHTTP, `"http"`, r, r, r, r)
+			return fmt.Sprintf("if __matrix_d := __matrix_begin(%d, %s); __matrix_d != nil { __matrix_request(__matrix_d, %s.Method, %s.Host, %s.TLS != nil); __matrix_traceparent(__matrix_d, __matrix_first(%s.Header[\"Traceparent\"])); defer __matrix_end(__matrix_d, \"\") }; ", kindHTTP, `"http"`, r, r, r, r)
 		}},
 		// The status code of the response, when the handler (or the
 		// server for it) writes the header on the dispatch's goroutine;

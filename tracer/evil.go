@@ -250,7 +250,7 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 		if scene == "" {
 			scene = d.Name()
 		}
-		v = st.observe(scene, cost, cost >= threshold, d.Start().Add(cost))
+		v = st.observe(scene, cost, cost >= threshold, d.Start())
 		if cost >= threshold {
 			v = verdict{report: true, why: "at least the threshold of " + msText(threshold)}
 		}

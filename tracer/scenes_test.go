@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +116,34 @@ func TestScenesBounded(t *testing.T) {
 	}
 	if st.other.nCur+st.other.nOld != 96 {
 		t.Fatalf("the shared estimate has %d dispatches, want 96", st.other.nCur+st.other.nOld)
+	}
+}
+
+// Every lookup of a scene finds its own estimate, whether the string is
+// the one it was first seen with (found by its address) or another with
+// the same bytes, and however the scenes share the slots of the recent
+// lookups.
+func TestSceneLookupByAddressAndText(t *testing.T) {
+	st := newSceneTable(100*time.Millisecond, SceneConfig{MaxScenes: 300})
+	scenes := make([]string, 200)
+	for i := range scenes {
+		scenes[i] = fmt.Sprintf("GET /route/%d", i)
+	}
+	first := map[string]*sceneCosts{}
+	for round := range 3 {
+		for _, sc := range scenes {
+			key := sc
+			if round == 1 {
+				key = strings.Clone(sc) // same text, another address
+			}
+			s := st.stats(key)
+			if s.scene != sc {
+				t.Fatalf("round %d: %q found the estimate of %q", round, sc, s.scene)
+			}
+			if f, ok := first[sc]; ok && f != s {
+				t.Fatalf("round %d: %q found another estimate than before", round, sc)
+			}
+			first[sc] = s
+		}
 	}
 }

@@ -1,0 +1,30 @@
+// Package observe marks the beat observers of this module that keep no
+// dispatch: an observer of such a type uses the *beat.Dispatch it is
+// handed only during the call (DispatchBegin, DispatchEnd), copying what it
+// needs. While every registered observer is of such a type, beat may reuse
+// the memory of a dispatch begun by a patched dispatch source (a net/http
+// server, the testing runner) as soon as it ends: no user code holds a
+// pointer to it, unless beat.Current or beat.Running handed it out, and
+// those mark it as kept.
+//
+// An observer registered by a program is of no marked type: while one is,
+// every dispatch is left to the garbage collector.
+package observe
+
+import (
+	"reflect"
+	"sync"
+)
+
+// transient holds the marked types (reflect.Type → struct{}).
+var transient sync.Map
+
+// MarkTransient marks the dynamic type of o (a nil pointer of the type
+// will do) as keeping no dispatch past the calls that hand it one.
+func MarkTransient(o any) { transient.Store(reflect.TypeOf(o), struct{}{}) }
+
+// Transient reports whether the dynamic type of o was marked.
+func Transient(o any) bool {
+	_, ok := transient.Load(reflect.TypeOf(o))
+	return ok
+}
