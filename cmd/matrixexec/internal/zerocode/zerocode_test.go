@@ -57,16 +57,7 @@ func TestNestedPGO(t *testing.T) {
 // modules a workspace uses, comments and all.
 func TestMentionsSelf(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, content string) { t.Helper(); writeFile(t, dir, name, content) }
 	const plain = "module example.com/app\n\ngo 1.24\n"
 	const self = "module example.com/app\n\ngo 1.24\n\nrequire " + "github.com/matrixgo/matrix v0.1.0\n"
 	write("app/go.mod", plain)
@@ -105,20 +96,11 @@ func TestMentionsSelf(t *testing.T) {
 }
 
 // The tracer's source hash is kept between answers, and an edit of a
-// source in place, a new file or a new go.mod gives another one.
+// source in place or a new file gives another one.
 func TestTracerSourceHashKept(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	dir := t.TempDir()
-	write := func(name, content string) {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, content string) { t.Helper(); writeFile(t, dir, name, content) }
 	write("go.mod", "module github.com/matrixgo/matrix\n")
 	write("beat/beat.go", "package beat\n")
 	write("tracer/auto/local/local.go", "package local\n")
@@ -151,5 +133,17 @@ func TestTracerSourceHashKept(t *testing.T) {
 	write("tracer/auto/local/zz.go", "package local\n")
 	if third := hash(); third == second {
 		t.Error("a new file kept the hash")
+	}
+}
+
+// writeFile writes content to dir/name, making its directory.
+func writeFile(t *testing.T, dir, name, content string) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
