@@ -98,18 +98,6 @@ type recorder struct {
 	mu      sync.Mutex
 	free    [][]uint64 // idle buffers
 	buffers int        // buffers allocated and not released
-
-	// monoBase is a reading of the clock, and nanoBase the record time
-	// in ns read just before it: recordMs turns the time.Now of a
-	// dispatch's bound into record time without reading the clock again.
-	monoBase time.Time
-	nanoBase int64
-}
-
-// recordMs returns the record time of t, a reading of time.Now, in ms: at
-// most a few ns early, never late.
-func (r *recorder) recordMs(t time.Time) uint64 {
-	return uint64(r.nanoBase+int64(t.Sub(r.monoBase))) / uint64(time.Millisecond)
 }
 
 var (
@@ -154,9 +142,6 @@ func Start(cfg Config) error {
 		cfg.ChildBufferSize = DefaultChildBufferSize
 	}
 	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize)}
-	_, _, epoch, _ := rtStartupInfo()
-	r.nanoBase = rtNanotime() - epoch
-	r.monoBase = time.Now()
 	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, 1<<30)))
 	rtSetClock(true)
 	cur.Store(r)

@@ -663,25 +663,3 @@ func TestDispatchTraceParent(t *testing.T) {
 		t.Errorf("TraceParent = %q", d.TraceParent())
 	}
 }
-
-// A dispatch's bounds take their record time from the time.Now reading of
-// the bound: the same as the clock's, never later.
-func TestRecordMsOfANowReading(t *testing.T) {
-	requireLinked(t)
-	if err := Start(Config{}); err != nil {
-		t.Fatal(err)
-	}
-	defer Stop()
-	r := cur.Load()
-	for i := 0; i < 1000; i++ {
-		before := nowMs()
-		ms := r.recordMs(time.Now())
-		after := nowMs()
-		if ms+1 < before || ms > after {
-			t.Fatalf("record time %d of a reading taken between %d and %d", ms, before, after)
-		}
-		if i%100 == 0 {
-			time.Sleep(time.Millisecond / 3)
-		}
-	}
-}

@@ -145,7 +145,7 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	}
 	d.id = dispatchN.Add(1)
 	d.start = time.Now()
-	rtSetNow(max(r.recordMs(d.start), rtGetNow()))
+	rtSetNow(max(nowMs(), rtGetNow()))
 	d.beginMs = rtGetNow()
 	d.ring.Outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
@@ -266,8 +266,7 @@ func (d *Dispatch) stop() (own bool) {
 	}
 	// The clock goroutine may lag on a loaded machine: the dispatch's own
 	// bounds are read from the monotonic clock.
-	d.end = time.Now()
-	ms := d.rec.recordMs(d.end)
+	ms := nowMs()
 	if own {
 		rtSetNow(max(ms, rtGetNow()))
 		rtExit(DispatchID)
@@ -276,6 +275,7 @@ func (d *Dispatch) stop() (own bool) {
 	} else {
 		remoteEnds.Add(1)
 	}
+	d.end = time.Now()
 	d.endMs = max(ms, d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
 	d.finish(own, own)
 	return own

@@ -1,6 +1,7 @@
 package beat
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -439,6 +440,12 @@ func TestRuntimeGoroutinesAreNoChildren(t *testing.T) {
 		t.Errorf("children %d recorded, %d lost; want the dispatch's own goroutine alone", s.Children-before.Children, s.ChildrenLost-before.ChildrenLost)
 	}
 	if gs := goroutineItems(o.exts["first"]); len(gs) != 1 {
-		t.Errorf("%d goroutine items, want 1", len(gs))
+		var kinds []string
+		for _, x := range o.exts["first"] {
+			if x != nil {
+				kinds = append(kinds, fmt.Sprintf("%v/%d", x.Kind, x.Reason))
+			}
+		}
+		t.Errorf("%d goroutine items, want 1 (the tree %v, its intervals %v)", len(gs), o.res["first"].Items, kinds)
 	}
 }
