@@ -409,11 +409,7 @@ func innermostNamed(pcs []uint64) (runtime.Frame, bool) {
 	if len(pcs) == 0 {
 		return runtime.Frame{}, false
 	}
-	up := make([]uintptr, len(pcs))
-	for i, pc := range pcs {
-		up[i] = uintptr(pc)
-	}
-	frames := runtime.CallersFrames(up)
+	frames := callerFrames(pcs)
 	for {
 		f, more := frames.Next()
 		if f.Function != "" {
@@ -467,6 +463,16 @@ func reasonOf(x *analysis.Interval) string {
 	return x.KindName()
 }
 
+// callerFrames expands recorded return program counters (innermost
+// first), inlined frames included.
+func callerFrames(pcs []uint64) *runtime.Frames {
+	up := make([]uintptr, len(pcs))
+	for i, pc := range pcs {
+		up[i] = uintptr(pc)
+	}
+	return runtime.CallersFrames(up)
+}
+
 // userFrames expands pcs (innermost first) and returns the frames of user
 // code inside the function named parent, innermost first, and the frame
 // of parent itself (zero if pcs do not reach it).
@@ -474,12 +480,8 @@ func userFrames(pcs []uint64, parent string) (chain []runtime.Frame, at runtime.
 	if len(pcs) == 0 {
 		return nil, at
 	}
-	up := make([]uintptr, len(pcs))
-	for i, pc := range pcs {
-		up[i] = uintptr(pc)
-	}
 	parent = trimTypeArgs(parent)
-	frames := runtime.CallersFrames(up)
+	frames := callerFrames(pcs)
 	for {
 		f, more := frames.Next()
 		f.Function = mainPath(f.Function)
