@@ -29,6 +29,15 @@ func toolexec(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Wri
 		case "compile", "link":
 			return toolVersion(cfg, args, stdout, stderr)
 		}
+		// The other tools (asm, cgo, vet) are run as they are: their
+		// line is their own, and kept like the compiler's, so that a build
+		// with nothing to compile starts none of them.
+		line, err := cachedToolLine(args, stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, line)
+		return nil
 	}
 	switch tool {
 	case "compile":

@@ -81,3 +81,35 @@ func TestCCQueryPassesThrough(t *testing.T) {
 		t.Errorf("stderr %q: want the compiler's own answer", stderr.String())
 	}
 }
+
+// TestOtherToolLinesCached: cmd/go asks every tool it may run for its line
+// on every build; matrixexec answers asm's (and cgo's, vet's) from the same
+// cache as the compiler's, unchanged, so a build with nothing to assemble
+// runs no assembler.
+func TestOtherToolLinesCached(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the fake tool is a shell script")
+	}
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	t.Setenv("HOME", dir)
+	count := filepath.Join(dir, "count")
+	tool := filepath.Join(dir, "asm")
+	script := "#!/bin/sh\necho run >> " + count + "\necho 'asm version go1.0'\n"
+	if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{tool, "-V=full"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+		if stdout.String() != "asm version go1.0\n" {
+			t.Fatalf("answer %q, want the tool's own line", stdout.String())
+		}
+	}
+	b, _ := os.ReadFile(count)
+	if n := strings.Count(string(b), "run"); n != 1 {
+		t.Errorf("the tool ran %d times for 3 questions, want 1", n)
+	}
+}

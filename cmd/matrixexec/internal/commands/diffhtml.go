@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // diffPage is the page html -diff writes: diff's verdict and findings,
@@ -20,10 +21,13 @@ import (
 //go:embed html/diff.html
 var diffPageHTML string
 
-var diffTemplate = template.Must(template.New("diff").Funcs(template.FuncMap{
-	"inc": func(i int) int { return i + 1 },
-	"sub": func(a, b float64) float64 { return a - b },
-}).Parse(diffPageHTML))
+// diffTemplate is parsed on first use, like reportTemplate.
+var diffTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("diff").Funcs(template.FuncMap{
+		"inc": func(i int) int { return i + 1 },
+		"sub": func(a, b float64) float64 { return a - b },
+	}).Parse(diffPageHTML))
+})
 
 // diffPageData is what the page's script reads.
 type diffPageData struct {
@@ -78,7 +82,7 @@ func htmlDiff(out string, n *names, base, head string, stdout, stderr io.Writer)
 			N: fmt.Sprintf("%d/%d", f.BaseN, f.HeadN), P: pText(f.P), Up: f.DeltaMs > 0})
 	}
 	err = writeOutput(out, stdout, func(w io.Writer) error {
-		return diffTemplate.Execute(w, struct {
+		return diffTemplate().Execute(w, struct {
 			Title, Base, Head, Verdict string
 			Result                     *diffResult
 			Findings                   []diffPageFinding

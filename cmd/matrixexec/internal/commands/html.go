@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,17 +19,22 @@ import (
 //go:embed html/report.html
 var reportPage string
 
-var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"inc": func(i int) int { return i + 1 },
-	"ms":  func(v int64) string { return strconv.FormatInt(v, 10) + " ms" },
-	"when": func(s string) string {
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return s
-		}
-		return t.UTC().Format("2006-01-02 15:04:05Z")
-	},
-}).Parse(reportPage))
+// reportTemplate is parsed on first use: matrixexec starts for every tool
+// cmd/go runs, and a page template parsed at start-up would cost each of
+// those runs.
+var reportTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"inc": func(i int) int { return i + 1 },
+		"ms":  func(v int64) string { return strconv.FormatInt(v, 10) + " ms" },
+		"when": func(s string) string {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return s
+			}
+			return t.UTC().Format("2006-01-02 15:04:05Z")
+		},
+	}).Parse(reportPage))
+})
 
 // htmlCmd writes the grouped incidents as one self-contained HTML page.
 func htmlCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -75,7 +81,7 @@ func htmlCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr i
 
 // writeReportPage renders the page of res; inputs names the report files.
 func writeReportPage(w io.Writer, res *topResult, inputs string) error {
-	return reportTemplate.Execute(w, struct {
+	return reportTemplate().Execute(w, struct {
 		Title  string
 		Inputs string
 		Result *topResult
