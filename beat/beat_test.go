@@ -115,7 +115,7 @@ func TestRecordsOfADispatch(t *testing.T) {
 		after[0] = Now()
 		start := nowMs()
 		time.Sleep(30 * time.Millisecond)
-		// The clock thread refreshes the clock every 0.5 ms: wait for it
+		// The clock thread refreshes the clock every millisecond: wait for it
 		// to catch up with the monotonic clock rather than assume how
 		// late the operating system lets it run. (Not with Gosched: each
 		// yield is a runnable interval in the records, and a busy
