@@ -25,8 +25,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/matrixgo/matrix/beat"
+	"github.com/matrixgo/matrix/internal/uuidv4"
 )
 
 // Issue tags (Matrix's SharePluginInfo.TAG_PLUGIN_*).
@@ -102,7 +102,7 @@ func NewIssue(tag, key string, at time.Time, content map[string]any) Issue {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	id := uuid.NewString()
+	id := uuidv4.Random()
 	content[KeyTag] = tag
 	content[KeyProcess] = processName()
 	content[KeyPID] = os.Getpid()

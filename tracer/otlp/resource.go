@@ -1,13 +1,13 @@
 package otlp
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
-	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+
+	"github.com/matrixgo/matrix/internal/uuidv4"
 )
 
 // SchemaURL is the version of the OpenTelemetry semantic conventions the
@@ -45,10 +45,7 @@ func Detect() []KeyValue {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		out = append(out, str("service.version", bi.Main.Version))
 	}
-	var id [16]byte
-	if _, err := rand.Read(id[:]); err == nil {
-		out = append(out, str("service.instance.id", uuid(id)))
-	}
+	out = append(out, str("service.instance.id", uuidv4.Random()))
 	if h, err := os.Hostname(); err == nil && h != "" {
 		out = append(out, str("host.name", h))
 	}
@@ -73,13 +70,6 @@ func version() string {
 		}
 	}
 	return "devel"
-}
-
-// uuid formats 16 random or hashed bytes as a version 4 UUID.
-func uuid(b [16]byte) string {
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // NewResourceSpans wraps spans with the resource of the process that wrote
@@ -109,7 +99,7 @@ func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
 	}
 	if _, ok := index["service.instance.id"]; !ok && r.Process != "" {
 		h := sha256.Sum256([]byte("instance/" + r.Process + "/" + strconv.FormatInt(r.PID, 10)))
-		set(str("service.instance.id", uuid([16]byte(h[:16]))))
+		set(str("service.instance.id", uuidv4.Format([16]byte(h[:16]))))
 	}
 	set(str("process.executable.name", r.Process))
 	set(integer("process.pid", r.PID))

@@ -48,7 +48,8 @@ import (
 // parent's build flags and GOFLAGS except -mod and -modfile (they belong to
 // the program's module), and with the parent's map and blacklist. The
 // program's own module graph is left as it is, so the tracer's
-// dependencies (zerolog, uuid, x/sys, go-isatty, go-colorable) come from
+// dependencies outside the standard library (the OTLP sink's protobuf
+// encoder, with MATRIX_OTLP=on; the default tracer has none) come from
 // that module's graph: a program that links another build of one of them
 // fails to link, with a message naming the package.
 //
