@@ -2,6 +2,7 @@ package beat
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,9 +118,9 @@ func TestRecordsOfADispatch(t *testing.T) {
 		time.Sleep(30 * time.Millisecond)
 		// The clock thread refreshes the clock every millisecond: wait for it
 		// to catch up with the monotonic clock rather than assume how
-		// late the operating system lets it run. (Not with Gosched: each
-		// yield is a runnable interval in the records, and a busy
-		// machine would let the loop fill the buffer.)
+		// late the operating system lets it run. (Not with Gosched: the
+		// yields would add runnable intervals to the records, one per
+		// tick on a busy machine.)
 		woke := nowMs()
 		slept = woke - start
 		deadline := time.Now().Add(time.Second)
@@ -191,6 +192,65 @@ func TestOverwrittenMarkYieldsNothing(t *testing.T) {
 	Run("fits", func() { rtEnter(1); rtExit(1) })
 	if rs := c.recs["fits"]; len(rs) != 4 {
 		t.Fatalf("got %d records, want 4", len(rs))
+	}
+}
+
+// TestYieldingLoopKeepsItsRecords: a goroutine that yields again and again
+// (runtime.GC waits so for the sweep to finish; code that spins on a flag
+// does too) is runnable for a moment at every yield. Those moments take
+// one runnable interval per tick of the clock, not one per yield, so
+// thousands of yields leave the dispatch's buffer to its calls; and time
+// really spent runnable is still recorded.
+func TestYieldingLoopKeepsItsRecords(t *testing.T) {
+	requireLinked(t)
+	// 8,000 intervals of three words would wrap the buffer of 16,384
+	// records: the dispatch would yield nothing.
+	const yields = 8000
+	c := capture(t, Config{BufferSize: 1 << 14})
+	// On one P, the goroutine that spins runs while the dispatch's waits
+	// for a CPU after its last yield.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	start := nowMs()
+	Run("yields", func() {
+		rtEnter(7)
+		for range yields {
+			runtime.Gosched()
+		}
+		rtEnter(8)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for t0 := time.Now(); time.Since(t0) < 5*time.Millisecond; {
+			}
+		}()
+		runtime.Gosched()
+		<-done
+		rtExit(8)
+		rtExit(7)
+	})
+	ticks := nowMs() - start
+	rs := c.recs["yields"]
+	if len(rs) != 6 {
+		t.Fatalf("got %d records %v, want the dispatch's and the calls of 7 and 8 (%d intervals)", len(rs), rs, len(c.waits["yields"]))
+	}
+	// A new interval begins only once the clock has moved since the last
+	// one began, or after a wait (which a collection could add).
+	var runnable, waits int
+	var longest uint64
+	for _, w := range c.waits["yields"] {
+		switch w.kind {
+		case abi.ExtRunnable:
+			runnable++
+			longest = max(longest, w.end-w.start)
+		case abi.ExtWait:
+			waits++
+		}
+	}
+	if runnable > 1+int(ticks)+waits {
+		t.Errorf("%d runnable intervals in %d ms with %d waits: more than one per tick", runnable, ticks, waits)
+	}
+	if longest < 4 {
+		t.Errorf("longest runnable interval %d ms, want the 5 ms the other goroutine spun: %+v", longest, c.waits["yields"])
 	}
 }
 

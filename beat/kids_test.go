@@ -1,6 +1,7 @@
 package beat
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -410,8 +411,9 @@ func TestWorkerHandedWorkRecordsIntoDispatch(t *testing.T) {
 // collector's mark workers at the first collection, the finalizer
 // goroutine at the first finalizer) are not the dispatch's work, even when
 // that goroutine records: they get no child ring and count as no lost
-// child. The test runs in a fresh process of its own, with collections off
-// until the dispatch asks for one, so that none of them exists before.
+// child, and the dispatch's tree has the one goroutine it started. The
+// test runs in a fresh process of its own, with collections off until
+// the dispatch asks for one, so that none of them exists before.
 func TestRuntimeGoroutinesAreNoChildren(t *testing.T) {
 	requireLinked(t)
 	if os.Getenv("MATRIX_TEST_FRESH_RUNTIME") == "" {
@@ -422,7 +424,7 @@ func TestRuntimeGoroutinesAreNoChildren(t *testing.T) {
 		}
 		return
 	}
-	observeKids(t, Config{MaxChildren: 16})
+	o := observeKids(t, Config{MaxChildren: 16})
 	before := ReadStats()
 	Run("first", func() {
 		runtime.SetFinalizer(new([16]byte), func(*[16]byte) {})
@@ -437,5 +439,14 @@ func TestRuntimeGoroutinesAreNoChildren(t *testing.T) {
 	s := ReadStats()
 	if s.Children-before.Children != 1 || s.ChildrenLost-before.ChildrenLost != 0 {
 		t.Errorf("children %d recorded, %d lost; want the dispatch's own goroutine alone", s.Children-before.Children, s.ChildrenLost-before.ChildrenLost)
+	}
+	if gs := goroutineItems(o.exts["first"]); len(gs) != 1 {
+		var kinds []string
+		for _, x := range o.exts["first"] {
+			if x != nil {
+				kinds = append(kinds, fmt.Sprintf("%v/%d", x.Kind, x.Reason))
+			}
+		}
+		t.Errorf("%d goroutine items, want 1 (the tree %v, its intervals %v)", len(gs), o.res["first"].Items, kinds)
 	}
 }

@@ -919,6 +919,9 @@ func matrixStatus(gp *g, oldval, newval uint32) {
 		}
 		if gp.matrixState == matrixStWait {
 			matrixExtEnd(r, now)
+		} else if matrixRunnableAgain(r, now) {
+			gp.matrixState = matrixStRunnable
+			return
 		}
 		matrixExtStart(r, now, matrixExtRunnable, 0, 0)
 		gp.matrixState = matrixStRunnable
@@ -928,6 +931,33 @@ func matrixStatus(gp *g, oldval, newval uint32) {
 			gp.matrixState = matrixStNone
 		}
 	}
+}
+
+// matrixRunnableAgain reopens the runnable interval that r ends with, and
+// reports whether it did, when that interval began and ended at now: the
+// goroutine, runnable again within the same tick, takes no new one. A
+// goroutine that yields in a loop (runtime.GC does, until the sweep is
+// done; so does code that spins on a flag) would otherwise write an
+// interval per yield, thousands a millisecond on a busy machine, and wrap
+// the dispatch's buffer, which then yields no record at all. Readers drop
+// a runnable interval of no time, so the reopened one reads as the two
+// would have. Its end record is rewritten in the same slot when the
+// goroutine runs again: a reader copying meanwhile sees an end record
+// there, the old or the new, as it would any other.
+//
+//go:nosplit
+func matrixRunnableAgain(r *matrixRing, now uint64) bool {
+	if r.n < 3 {
+		return false
+	}
+	t := now & matrixTimeMask
+	if *(*uint64)(add(r.buf, uintptr((r.n-1)&r.mask)*8)) != matrixExtID<<matrixIDShift|t ||
+		*(*uint64)(add(r.buf, uintptr((r.n-2)&r.mask)*8)) != uint64(matrixExtRunnable)<<matrixExtKindShift ||
+		*(*uint64)(add(r.buf, uintptr((r.n-3)&r.mask)*8)) != matrixEnterBit|matrixExtID<<matrixIDShift|t {
+		return false
+	}
+	r.n--
+	return true
 }
 
 // Wake-ups. ready, which makes a parked goroutine runnable, calls

@@ -41,6 +41,12 @@
 //	X(end@452)                     Pack(false, ExtID, 452)
 //	o(7@452)                       Pack(false, 7, 452)
 //
+// A goroutine runnable again in the millisecond in which its last runnable
+// interval began and ended, with nothing written since, reopens that
+// interval: its end record is rewritten, in the same slot, when the
+// goroutine runs again. A loop that yields writes an interval per tick so,
+// not one per yield.
+//
 // A goroutine started by a recording goroutine gets a child ring (see
 // Ring.Root) and is noted in the starter's ring by an ExtGo start record
 // with a payload of ExtGoWords words and an end record of the same time:
