@@ -46,9 +46,8 @@ type Dispatch struct {
 	goid     uint64
 	id       uint64 // the dispatch's number in the process (ID)
 	start    time.Time
-	end      time.Time
 	startNs  int64 // the monotonic clock (rtNanotime) at start: for Cost
-	endNs    int64 // and at end
+	endNs    int64 // and at end; 0 while the dispatch runs
 	beginMs  uint64
 	endMs    uint64
 	reported atomic.Uint32 // bits for the watchdog: which reports were made
@@ -284,7 +283,7 @@ func (d *Dispatch) stop() (own bool) {
 	} else {
 		remoteEnds.Add(1)
 	}
-	d.end, d.endNs = time.Now(), ns
+	d.endNs = ns
 	d.endMs = max(ms, d.beginMs+uint64(time.Duration(ns-d.startNs)/time.Millisecond))
 	d.finish(own, own)
 	return own
@@ -347,7 +346,7 @@ func (d *Dispatch) abandon(free bool) {
 		return
 	}
 	abandoned.Add(1)
-	if d.end.IsZero() {
+	if d.endNs == 0 {
 		d.endAt(rtNanotime())
 	}
 	d.finish(free, false)
@@ -356,7 +355,7 @@ func (d *Dispatch) abandon(free bool) {
 // endAt sets the end of an abandoned dispatch: the monotonic clock's
 // reading ns, and no earlier than its beginning in record time.
 func (d *Dispatch) endAt(ns int64) {
-	d.end, d.endNs = time.Now(), ns
+	d.endNs = ns
 	d.endMs = max(msOf(ns), d.beginMs)
 }
 
@@ -615,7 +614,7 @@ func (d *Dispatch) Start() time.Time { return d.start }
 // Cost returns the wall time of an ended dispatch (in DispatchEnd), or the
 // time since it began while it runs.
 func (d *Dispatch) Cost() time.Duration {
-	if d.end.IsZero() {
+	if d.endNs == 0 {
 		return time.Since(d.start)
 	}
 	return time.Duration(d.endNs - d.startNs)
