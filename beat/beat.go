@@ -197,9 +197,13 @@ func Linked() bool { return linked }
 func Now() uint64 { return rtGetNow() }
 
 // nowMs reads the monotonic clock in record time.
-func nowMs() uint64 {
+func nowMs() uint64 { return msOf(rtNanotime()) }
+
+// msOf converts a reading of the monotonic clock (rtNanotime) to record
+// time.
+func msOf(ns int64) uint64 {
 	_, _, epoch, _ := rtStartupInfo()
-	return uint64(rtNanotime()-epoch) / uint64(time.Millisecond)
+	return uint64(ns-epoch) / uint64(time.Millisecond)
 }
 
 // Epoch returns the wall-clock time of record time 0 (the zero Time in a
@@ -212,18 +216,23 @@ func Epoch() time.Time {
 	return time.Now().Add(-time.Duration(rtNanotime() - epoch))
 }
 
+// getBuffer takes an idle buffer, or makes one if there are fewer than
+// MaxBuffers. Every recorded dispatch takes one: the lock is released by
+// hand, without a deferred call.
 func (r *recorder) getBuffer() []uint64 {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if n := len(r.free); n > 0 {
 		b := r.free[n-1]
 		r.free = r.free[:n-1]
+		r.mu.Unlock()
 		return b
 	}
 	if r.buffers >= r.cfg.MaxBuffers {
+		r.mu.Unlock()
 		return nil
 	}
 	r.buffers++
+	r.mu.Unlock()
 	return make([]uint64, r.size)
 }
 
@@ -233,12 +242,12 @@ func (r *recorder) getBuffer() []uint64 {
 func (r *recorder) putBuffer(b []uint64, n uint64) {
 	clear(b[:min(n, uint64(len(b)))])
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if cur.Load() != r || len(b) != r.size {
 		r.buffers-- // stopped or resized: let it go
-		return
+	} else {
+		r.free = append(r.free, b)
 	}
-	r.free = append(r.free, b)
+	r.mu.Unlock()
 }
 
 // Stats are the recorder's counters.
@@ -330,19 +339,6 @@ func RemoveObserver(o Observer) {
 		}
 	}
 	storeObservers(list)
-}
-
-// forObservers calls f for every observer, and reports whether one of them
-// may keep the dispatch f hands it.
-func forObservers(f func(Observer)) (kept bool) {
-	p := observers.Load()
-	if p == nil {
-		return false
-	}
-	for _, o := range p.list {
-		f(o)
-	}
-	return p.kept
 }
 
 // hookBegin, hookEnd and hookScene serve the dispatch sources patched into

@@ -46,7 +46,8 @@ type Dispatch struct {
 	goid     uint64
 	id       uint64 // the dispatch's number in the process (ID)
 	start    time.Time
-	end      time.Time
+	startNs  int64 // the monotonic clock (rtNanotime) at start: for Cost
+	endNs    int64 // and at end; 0 while the dispatch runs
 	beginMs  uint64
 	endMs    uint64
 	reported atomic.Uint32 // bits for the watchdog: which reports were made
@@ -123,17 +124,18 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 		return nil
 	}
 	reap()
-	goid := rtGoid()
-	var at site
-	at.depth, at.entry, at.n = rtFrame(skip, at.pcs[:])
-	settle(goid, &at)
 	var d *Dispatch
 	if reusable {
 		d = dispatchPool.Get().(*Dispatch)
-		d.kind, d.name, d.rec, d.goid, d.site, d.reusable = kind, name, r, goid, at, true
 	} else {
-		d = &Dispatch{kind: kind, name: name, rec: r, goid: goid, site: at}
+		d = new(Dispatch)
 	}
+	goid := rtGoid()
+	d.kind, d.name, d.rec, d.goid, d.reusable = kind, name, r, goid, reusable
+	// The site is found in place: it is 88 bytes.
+	at := &d.site
+	at.depth, at.entry, at.n = rtFrame(skip, at.pcs[:])
+	settle(goid, at)
 	d.ring.Frame = at.depth
 	d.data = r.getBuffer()
 	if d.data != nil {
@@ -144,17 +146,23 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.scratch[0]), 0
 	}
 	d.id = dispatchN.Add(1)
-	d.start = time.Now()
-	rtSetNow(max(nowMs(), rtGetNow()))
-	d.beginMs = rtGetNow()
+	// One reading of the monotonic clock gives the dispatch's record time
+	// (the recorder's clock, moved forward to it) and its duration.
+	ns, ms := rtBoundNow()
+	d.start, d.startNs, d.beginMs = time.Now(), ns, ms
 	d.ring.Outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
 
 	running.Lock()
 	runList.push(d)
 	running.Unlock()
-	if forObservers(func(o Observer) { o.DispatchBegin(d) }) {
-		d.keep()
+	if p := observers.Load(); p != nil {
+		for _, o := range p.list {
+			o.DispatchBegin(d)
+		}
+		if p.kept {
+			d.keep()
+		}
 	}
 	return d
 }
@@ -265,18 +273,18 @@ func (d *Dispatch) stop() (own bool) {
 		}
 	}
 	// The clock goroutine may lag on a loaded machine: the dispatch's own
-	// bounds are read from the monotonic clock.
-	ms := nowMs()
+	// bounds are read from the monotonic clock, which moves the
+	// recorder's forward.
+	ns, ms := rtBoundNow()
 	if own {
-		rtSetNow(max(ms, rtGetNow()))
 		rtExit(DispatchID)
 		rtSwapRing(d.ring.Outer)
 		ms = max(ms, rtGetNow()) // no earlier than the exit record
 	} else {
 		remoteEnds.Add(1)
 	}
-	d.end = time.Now()
-	d.endMs = max(ms, d.beginMs+uint64(d.end.Sub(d.start)/time.Millisecond))
+	d.endNs = ns
+	d.endMs = max(ms, d.beginMs+uint64(time.Duration(ns-d.startNs)/time.Millisecond))
 	d.finish(own, own)
 	return own
 }
@@ -303,8 +311,13 @@ func (d *Dispatch) finish(free, sole bool) {
 	runList.remove(d)
 	running.Unlock()
 	d.countKids()
-	if forObservers(func(o Observer) { o.DispatchEnd(d) }) {
-		d.keep()
+	if p := observers.Load(); p != nil {
+		for _, o := range p.list {
+			o.DispatchEnd(d)
+		}
+		if p.kept {
+			d.keep()
+		}
 	}
 	if free {
 		if sole && d.reusable && !d.kept.Load() {
@@ -333,11 +346,17 @@ func (d *Dispatch) abandon(free bool) {
 		return
 	}
 	abandoned.Add(1)
-	if d.end.IsZero() {
-		d.end = time.Now()
-		d.endMs = max(nowMs(), d.beginMs)
+	if d.endNs == 0 {
+		d.endAt(rtNanotime())
 	}
 	d.finish(free, false)
+}
+
+// endAt sets the end of an abandoned dispatch: the monotonic clock's
+// reading ns, and no earlier than its beginning in record time.
+func (d *Dispatch) endAt(ns int64) {
+	d.endNs = ns
+	d.endMs = max(msOf(ns), d.beginMs)
 }
 
 // release returns the dispatch's buffer to the pool, once: two goroutines
@@ -393,8 +412,7 @@ func reap() {
 		running.Unlock()
 		for _, d := range gone {
 			abandoned.Add(1)
-			d.end = time.Now()
-			d.endMs = max(nowMs(), d.beginMs)
+			d.endAt(rtNanotime())
 			d.finish(true, false)
 		}
 	}
@@ -479,19 +497,16 @@ const (
 )
 
 // SetRequest records the request the dispatch serves. The method and the
-// host come from the client: a method longer than 32 bytes is kept as
-// "_OTHER", and a host longer than a DNS name with a port, or with bytes
-// a host does not have, is dropped.
+// host come from the client: a method longer than 32 bytes is read back
+// (Request) as "_OTHER", and a host longer than a DNS name with a port,
+// or with bytes a host does not have, as "".
 func (d *Dispatch) SetRequest(r Request) {
 	if d == nil {
 		return
 	}
-	if len(r.Method) > maxMethodLen {
-		r.Method = "_OTHER"
-	}
-	if len(r.Host) > maxHostLen || !validHost(r.Host) {
-		r.Host = ""
-	}
+	// The bounds are applied where the request is read (Request), for the
+	// few dispatches that are reported, rather than here for every
+	// request: a host's check is a load per byte.
 	if d.reqSet.CompareAndSwap(0, 1) {
 		// The first request is kept in the dispatch itself (a server
 		// sets one per dispatch): written before it is published.
@@ -532,7 +547,14 @@ func (d *Dispatch) Request() (Request, bool) {
 		return Request{}, false
 	}
 	if p := d.request.Load(); p != nil {
-		return *p, true
+		r := *p
+		if len(r.Method) > maxMethodLen {
+			r.Method = "_OTHER"
+		}
+		if len(r.Host) > maxHostLen || !validHost(r.Host) {
+			r.Host = ""
+		}
+		return r, true
 	}
 	return Request{}, false
 }
@@ -592,10 +614,10 @@ func (d *Dispatch) Start() time.Time { return d.start }
 // Cost returns the wall time of an ended dispatch (in DispatchEnd), or the
 // time since it began while it runs.
 func (d *Dispatch) Cost() time.Duration {
-	if d.end.IsZero() {
+	if d.endNs == 0 {
 		return time.Since(d.start)
 	}
-	return d.end.Sub(d.start)
+	return time.Duration(d.endNs - d.startNs)
 }
 
 // BeginMs and EndMs are the dispatch's bounds in record time.

@@ -15,14 +15,14 @@ func rtGo(f func())
 //go:linkname rtSetActive runtime.matrixSetActive
 func rtSetActive(v uint32)
 
-//go:linkname rtSetNow runtime.matrixSetNow
-func rtSetNow(ms uint64)
-
 //go:linkname rtSetClock runtime.matrixSetClock
 func rtSetClock(on bool)
 
 //go:linkname rtGetNow runtime.matrixGetNow
 func rtGetNow() uint64
+
+//go:linkname rtBoundNow runtime.matrixBoundNow
+func rtBoundNow() (ns int64, ms uint64)
 
 //go:linkname rtSwapRing runtime.matrixSwapRing
 func rtSwapRing(p unsafe.Pointer) unsafe.Pointer

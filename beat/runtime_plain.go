@@ -13,9 +13,9 @@ const linked = false
 func rtGo(f func()) { go f() }
 
 func rtSetActive(uint32)                       {}
-func rtSetNow(uint64)                          {}
 func rtSetClock(bool)                          {}
 func rtGetNow() uint64                         { return 0 }
+func rtBoundNow() (int64, uint64)              { return 0, 0 }
 func rtSwapRing(unsafe.Pointer) unsafe.Pointer { return nil }
 func rtNamesHead() unsafe.Pointer              { return nil }
 func rtGoid() uint64                           { return 0 }

@@ -21,9 +21,10 @@ import (
 // third-party package where it matches a route, so that no program has to
 // change. A rule is declared by the package's import path, and each of its
 // hooks by function, signature and, for a statement added in the middle of
-// a body, the statement it follows: the shape the statements rely on. A
-// package in which any of them is not found (another version of the
-// module) is left untouched and the build goes on (PatchRoutes's note).
+// a body, the statement it follows or the if statement it precedes: the
+// shape the statements rely on. A package in which any of them is not
+// found (another version of the module) is left untouched and the build
+// goes on (PatchRoutes's note).
 type routeRule struct {
 	hooks []routeHook
 	// needs are members the statements use besides the parameters, each
@@ -39,9 +40,11 @@ type routeHook struct {
 	// excluded ("c *Context"): the names and types text uses.
 	params string
 	// after, if set, is a statement of the body, as printed, after which
-	// text goes (on its line); otherwise text goes at the top of the body.
-	after string
-	text  string
+	// text goes (on its line); before, if set, an if statement of the
+	// body, as printed, before which text goes; otherwise text goes at
+	// the top of the body.
+	after, before string
+	text          string
 }
 
 // kindRPC is the dispatch kind of a call an RPC server handles.
@@ -55,8 +58,27 @@ const kindRPC = int(abi.KindRPC)
 // that fits is applied.
 var routeRules = map[string][]routeRule{
 	// gin: the engine's match, with the route's full path (groups
-	// included).
+	// included). A request is named unmatched where gin finds no route
+	// (in the method's tree, or no tree for the method), not before every
+	// match: a matched request then costs one scene hook, not two. Older
+	// releases name every request unmatched first.
 	"github.com/gin-gonic/gin": {{
+		needs: []string{"Context.Request", "Context.fullPath", "Context.handlers", "Engine.allNoRoute", "Engine.allNoMethod"},
+		hooks: []routeHook{
+			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+				after: "value := root.getValue(rPath, c.params, c.skippedNodes, unescape)",
+				text:  `; if value.handlers == nil { __matrix_rt_route(c.Request.Method, "") }`},
+			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+				after: "c.fullPath = value.fullPath",
+				text:  "; __matrix_rt_route(c.Request.Method, c.fullPath)"},
+			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+				after: "c.handlers = engine.allNoMethod",
+				text:  `; __matrix_rt_route(c.Request.Method, "")`},
+			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+				after: "c.handlers = engine.allNoRoute",
+				text:  `; __matrix_rt_route(c.Request.Method, "")`},
+		},
+	}, {
 		needs: []string{"Context.Request", "Context.fullPath"},
 		hooks: []routeHook{
 			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
@@ -68,8 +90,25 @@ var routeRules = map[string][]routeRule{
 	}},
 	// echo v4: the router's match, with the route's path as registered
 	// (groups included). A route registered with RouteNotFound is the
-	// node's notFoundHandler: its requests matched no route.
+	// node's notFoundHandler: its requests matched no route. A request is
+	// named unmatched where the router finds no route (nothing at all, no
+	// handler for the path, or a RouteNotFound route), not before every
+	// match: a matched request then costs one scene hook, not two. Older
+	// releases name every request unmatched first.
 	"github.com/labstack/echo/v4": {{
+		needs: []string{"node.notFoundHandler"},
+		hooks: []routeHook{
+			{recv: "Router", name: "Find", params: "method, path string, c Context",
+				before: "if currentNode == nil && previousBestMatchNode == nil {\n\treturn\n}",
+				text:   `if currentNode == nil && previousBestMatchNode == nil { __matrix_rt_route(method, "") }; `},
+			{recv: "Router", name: "Find", params: "method, path string, c Context",
+				after: "ctx.handler = matchedRouteMethod.handler",
+				text:  `; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) } else { __matrix_rt_route(method, "") }`},
+			{recv: "Router", name: "Find", params: "method, path string, c Context",
+				after: "ctx.handler = NotFoundHandler",
+				text:  `; __matrix_rt_route(method, "")`},
+		},
+	}, {
 		needs: []string{"node.notFoundHandler"},
 		hooks: []routeHook{
 			{recv: "Router", name: "Find", params: "method, path string, c Context",
@@ -258,8 +297,17 @@ func patchRoutesWith(pkg string, rule routeRule, files []string, dir string) (ou
 				if got := paramList(fset, fd.Type.Params); got != "("+hook.params+")" {
 					return files, fmt.Sprintf("%s has the parameters %s, not (%s)", hookName(stdHook{recv: hook.recv, name: hook.name}), got, hook.params), nil
 				}
-				if hook.after == "" {
+				if hook.after == "" && hook.before == "" {
 					p.sf.insert(fset.Position(fd.Body.Lbrace).Offset+1, hook.text+resumeDirective(fset, p.sf, fd.Body.Lbrace))
+					found = true
+					break
+				}
+				if hook.before != "" {
+					stmt := findIf(fset, fd.Body, hook.before)
+					if stmt == nil {
+						return files, fmt.Sprintf("%s has no statement %q", hookName(stdHook{recv: hook.recv, name: hook.name}), hook.before), nil
+					}
+					p.sf.insert(fset.Position(stmt.Pos()).Offset, hook.text+resumeAt(fset, p.sf, stmt.Pos()))
 					found = true
 					break
 				}
@@ -347,6 +395,28 @@ func findStmt(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {
 				found = s.(ast.Stmt)
 			}
 			return false
+		case *ast.FuncLit:
+			return false // another function's body
+		}
+		return true
+	})
+	return found
+}
+
+// findIf returns the if statement of body (at any depth) that prints as
+// text, or nil.
+func findIf(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {
+	var found ast.Stmt
+	ast.Inspect(body, func(n ast.Node) bool {
+		if found != nil {
+			return false
+		}
+		switch s := n.(type) {
+		case *ast.IfStmt:
+			if printed(fset, s) == text {
+				found = s
+				return false
+			}
 		case *ast.FuncLit:
 			return false // another function's body
 		}

@@ -321,3 +321,142 @@ func TestPatchRoutesGRPC(t *testing.T) {
 		}
 	}
 }
+
+// ginMatchShape and echoMatchShape are the parts of gin's engine and
+// echo's router that their newer route hooks rely on: a request is named
+// unmatched only where the router finds no route.
+const ginMatchShape = `package gin
+
+type Request struct{ Method string }
+
+type HandlersChain []func(*Context)
+
+type Context struct {
+	Request      *Request
+	fullPath     string
+	handlers     HandlersChain
+	params       *[]string
+	skippedNodes *[]int
+}
+
+type Engine struct{ allNoRoute, allNoMethod HandlersChain }
+
+type nodeValue struct {
+	handlers HandlersChain
+	fullPath string
+}
+
+type node struct{}
+
+func (n *node) getValue(path string, params *[]string, skipped *[]int, unescape bool) nodeValue {
+	return nodeValue{}
+}
+
+func (engine *Engine) handleHTTPRequest(c *Context) {
+	rPath, unescape, root := "/", false, &node{}
+	value := root.getValue(rPath, c.params, c.skippedNodes, unescape)
+	if value.handlers != nil {
+		c.fullPath = value.fullPath
+		return
+	}
+	if rPath == "" {
+		c.handlers = engine.allNoMethod
+		return
+	}
+	c.handlers = engine.allNoRoute
+}
+`
+
+const echoMatchShape = `package echo
+
+type Context interface{}
+
+type HandlerFunc func(Context) error
+
+type routeMethod struct {
+	ppath   string
+	handler HandlerFunc
+}
+
+type node struct{ notFoundHandler *routeMethod }
+
+type context struct{ handler HandlerFunc }
+
+type Router struct{ tree *node }
+
+var NotFoundHandler HandlerFunc
+
+func (r *Router) Find(method, path string, c Context) {
+	ctx := c.(*context)
+	currentNode := r.tree
+	var previousBestMatchNode, matchedRouteMethod = currentNode, currentNode.notFoundHandler
+	if currentNode == nil && previousBestMatchNode == nil {
+		return // nothing matched at all
+	}
+	var rPath string
+	if matchedRouteMethod != nil {
+		rPath = matchedRouteMethod.ppath
+		ctx.handler = matchedRouteMethod.handler
+	} else {
+		ctx.handler = NotFoundHandler
+	}
+	_ = rPath
+}
+`
+
+// TestPatchRoutesNamesUnmatchedOnce: in the releases that fit the newer
+// rules, gin and echo name a request unmatched where they find no route,
+// and a matched request only after its route; the patched package
+// compiles, and a statement the hooks precede keeps its position.
+func TestPatchRoutesNamesUnmatchedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		pkg, shape string
+		want       []string
+		not        string
+	}{
+		{"github.com/gin-gonic/gin", ginMatchShape, []string{
+			`value := root.getValue(rPath, c.params, c.skippedNodes, unescape); if value.handlers == nil { __matrix_rt_route(c.Request.Method, "") }/*line `,
+			`c.fullPath = value.fullPath; __matrix_rt_route(c.Request.Method, c.fullPath)/*line `,
+			`c.handlers = engine.allNoMethod; __matrix_rt_route(c.Request.Method, "")/*line `,
+			`c.handlers = engine.allNoRoute; __matrix_rt_route(c.Request.Method, "")/*line `,
+		}, `handleHTTPRequest(c *Context) {__matrix_rt_route`},
+		{"github.com/labstack/echo/v4", echoMatchShape, []string{
+			`if currentNode == nil && previousBestMatchNode == nil { __matrix_rt_route(method, "") }; /*line %s:24:2*/if currentNode == nil && previousBestMatchNode == nil {`,
+			`ctx.handler = matchedRouteMethod.handler; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) } else { __matrix_rt_route(method, "") }/*line `,
+			`ctx.handler = NotFoundHandler; __matrix_rt_route(method, "")/*line `,
+		}, `Find(method, path string, c Context) {__matrix_rt_route`},
+	} {
+		src := filepath.Join(t.TempDir(), "router.go")
+		if err := os.WriteFile(src, []byte(tc.shape), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files, note, err := PatchRoutes(tc.pkg, []string{src}, t.TempDir())
+		if err != nil || note != "" {
+			t.Fatalf("%s: PatchRoutes: note %q, err %v", tc.pkg, note, err)
+		}
+		out, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tc.want {
+			if s = strings.ReplaceAll(s, "%s", src); !strings.Contains(string(out), s) {
+				t.Errorf("%s: patched file has no %q:\n%s", tc.pkg, s, out)
+			}
+		}
+		if strings.Contains(string(out), tc.not) {
+			t.Errorf("%s: every request is named unmatched first:\n%s", tc.pkg, out)
+		}
+		fset := token.NewFileSet()
+		var astFiles []*ast.File
+		for _, f := range files {
+			af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			astFiles = append(astFiles, af)
+		}
+		if _, err := (&types.Config{Importer: importer.Default()}).Check("router", fset, astFiles, nil); err != nil {
+			t.Errorf("%s: the patched package does not type-check: %v", tc.pkg, err)
+		}
+	}
+}

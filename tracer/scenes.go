@@ -213,8 +213,7 @@ type verdict struct {
 func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, start time.Time) verdict {
 	s := t.stats(scene)
 	b := bucketOf(cost)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.Lock() // unlocked by hand at the one return: every dispatch comes here
 	var v verdict
 	if cost >= t.floor && !absolute {
 		n := s.nCur + s.nOld
@@ -248,6 +247,7 @@ func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, st
 		s.prev, s.nOld = s.cur, s.nCur
 		s.cur, s.nCur = [histBuckets]uint32{}, 0
 	}
+	s.mu.Unlock()
 	return v
 }
 

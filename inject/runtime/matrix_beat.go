@@ -398,13 +398,19 @@ func matrixSetActive(v uint32) {
 //go:linkname matrixSetClock
 func matrixSetClock(on bool) { matrixClockSet(2, on) }
 
-// matrixSetNow refreshes the clock (beat does at dispatch bounds).
-//
-//go:linkname matrixSetNow
-func matrixSetNow(ms uint64) { matrixClockRaise(ms) }
-
 //go:linkname matrixGetNow
 func matrixGetNow() uint64 { return matrixClk.now }
+
+// matrixBoundNow reads the monotonic clock for a bound of one of beat's
+// dispatches, moves the recorder's clock forward to it, and returns both:
+// the reading (nanotime) and the recorder's clock then. One reading gives
+// the dispatch its record time and its duration.
+//
+//go:linkname matrixBoundNow
+func matrixBoundNow() (ns int64, ms uint64) {
+	ns = nanotime()
+	return ns, matrixClockRaise(uint64(ns-matrixEpoch) / 1e6)
+}
 
 //go:linkname matrixSwapRing
 func matrixSwapRing(p unsafe.Pointer) unsafe.Pointer {
