@@ -255,8 +255,16 @@ func graphKey(k *statcache.Key, goTool string) *statcache.Key {
 	k.String(wd)
 	env := slices.DeleteFunc(os.Environ(), func(e string) bool {
 		// Which package cmd/go runs the tool for, and where matrixexec
-		// logs, change nothing that is resolved.
-		return strings.HasPrefix(e, "TOOLEXEC_IMPORTPATH=") || strings.HasPrefix(e, "MATRIX_LOG=")
+		// logs, change nothing that is resolved; nor do the shell's own
+		// variables, which change with every cd in the user's shell
+		// (PWD, OLDPWD) or every nested shell (SHLVL, _): the directory
+		// itself is part of the key.
+		name, _, _ := strings.Cut(e, "=")
+		switch name {
+		case "TOOLEXEC_IMPORTPATH", "MATRIX_LOG", "PWD", "OLDPWD", "SHLVL", "_":
+			return true
+		}
+		return false
 	})
 	slices.Sort(env)
 	for _, e := range env {
@@ -710,7 +718,7 @@ func checkSameBuild(path, progFile, tracerFile string) error {
 }
 
 // TracerSourceHash hashes the sources of the packages zero-code mode links
-// (this module's beat, tracer and internal/abi trees and its go.mod) as
+// (this module's beat, tracer and internal trees and its go.mod) as
 // resolved in the build's module graph, or in MATRIX_ZEROCODE_MODULE's.
 func TracerSourceHash(goTool string) (string, error) {
 	dir, err := selfModuleDir(goTool)
@@ -750,7 +758,10 @@ func hashKept(dir string) (string, error) {
 // tracerSourceRoots returns the directories under dir whose Go files
 // TracerSourceHash covers.
 func tracerSourceRoots(dir string) []string {
-	return []string{filepath.Join(dir, "beat"), filepath.Join(dir, "tracer"), filepath.Join(dir, "internal", "abi")}
+	// internal whole: the tracer links several of its packages (abi,
+	// observe, sqlnorm, uuidv4), and hashing the others costs only their
+	// few files.
+	return []string{filepath.Join(dir, "beat"), filepath.Join(dir, "tracer"), filepath.Join(dir, "internal")}
 }
 
 // hashTracerSources hashes the Go files (not tests) under the tracer's

@@ -2,11 +2,15 @@ package zerocode
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/matrixgo/matrix/blacklist"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/statcache"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 )
 
@@ -145,5 +149,55 @@ func writeFile(t *testing.T, dir, name, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTracerSourcesCovered checks that the tracer source hash, part of the
+// tool id of every main package compiled against the zero-code tracer,
+// covers every package of this module that either tracer links: a change
+// in one it missed would leave main packages compiled against the old
+// tracer in the build cache.
+func TestTracerSourcesCovered(t *testing.T) {
+	root, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := tracerSourceRoots(root)
+	for _, pkg := range []string{blacklist.LocalTracerPkg, blacklist.SelfModule + "/tracer/auto"} {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}} {{.Dir}}{{end}}", pkg)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			mod, dir, _ := strings.Cut(line, " ")
+			if mod != blacklist.SelfModule {
+				continue
+			}
+			if !slices.ContainsFunc(roots, func(r string) bool { return dir == r || strings.HasPrefix(dir, r+string(filepath.Separator)) }) {
+				t.Errorf("%s links %s, which the tracer source hash does not cover (roots %v)", pkg, dir, roots)
+			}
+		}
+	}
+}
+
+// TestGraphKeyIgnoresShellVariables: the key under which the tracer's
+// module directory and export files are kept changes with what the nested
+// go command sees, not with a cd in the user's shell.
+func TestGraphKeyIgnoresShellVariables(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	sum := func() string { return graphKey(statcache.NewKey("test"), "go").Sum() }
+	t.Setenv("OLDPWD", "/one")
+	t.Setenv("SHLVL", "1")
+	first := sum()
+	t.Setenv("OLDPWD", "/two")
+	t.Setenv("SHLVL", "2")
+	if sum() != first {
+		t.Error("OLDPWD and SHLVL changed the key")
+	}
+	t.Setenv("GOFLAGS", "-tags=other")
+	if sum() == first {
+		t.Error("GOFLAGS did not change the key")
 	}
 }
