@@ -102,7 +102,10 @@ func many(x int) int {
 		// Falling off the end records the exit before the closing brace,
 		// and returns there.
 		`fmt\.Println\(x, x\) ; if __matrix_on\.v == 0 \{ /\*line [^*]*x\.go:18:61\*/return \}; __matrix_o\(3\); /\*line [^*]*x\.go:18:61\*/return/\*line [^*]*\*/\}`,
-		`func defers\(x int\) int \{if __matrix_on\.v != 0 && __matrix_i\(4\) \{ defer __matrix_o\(4\) \}`,
+		// A function that defers keeps a deferred exit hook, its test of
+		// the flag an if of its own: as "on && enter", the compiler built
+		// the &&'s boolean and tested it again on every call.
+		`func defers\(x int\) int \{if __matrix_on\.v != 0 \{ if __matrix_i\(4\) \{ defer __matrix_o\(4\) \} \}; `,
 		// A result named _ is named, in place, so that the return can
 		// assign it; one return is its own exit site.
 		`func blank\(x int\) \(__matrix_r0/\*line [^*]*x\.go:24:21\*/ int, err error\) \{if __matrix_on\.v != 0 \{ __matrix_i\(6\) \}; /\*line [^*]*\*/ fmt\.Println\(x, x, x\); __matrix_r0, err =/\*line [^*]*\*/ 1, nil; if __matrix_on\.v == 0 \{ /\*line [^*]*x\.go:24:62\*/return \}; __matrix_o\(6\); /\*line [^*]*x\.go:24:62\*/return`,

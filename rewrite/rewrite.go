@@ -434,8 +434,13 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				if reason != "" {
 					p.Deferred = append(p.Deferred, Skip{Name: name, Reason: ReasonDeferredExit + ":" + reason, Pos: position})
 				}
+				// Nested ifs, not "on && enter": with the deferred
+				// call's block to join, the compiler built the boolean of
+				// the && and tested it again, four more instructions on
+				// every call while the recorder is off (as at the returns,
+				// see splitEdits).
 				lbrace := p.offset(body.Lbrace) + 1
-				text := fmt.Sprintf("%sif %s.v != 0 && %s(%s) { defer %s(%s) }; %s", prefix, HookActive, HookEnter, idMark, HookExit, idMark, resumeDirective(p.fset, f, body.Lbrace))
+				text := fmt.Sprintf("%sif %s.v != 0 { if %s(%s) { defer %s(%s) } }; %s", prefix, HookActive, HookEnter, idMark, HookExit, idMark, resumeDirective(p.fset, f, body.Lbrace))
 				f.add(edit{offset: lbrace, end: lbrace, fn: fn, text: text})
 				p.reject(f, fn, name, body)
 				return true
