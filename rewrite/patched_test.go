@@ -66,7 +66,9 @@ func TestPatchedStdCompiles(t *testing.T) {
 					if err := CheckGoRelease(filepath.Dir(filepath.Dir(pkgDir))); err != nil {
 						t.Fatal(err)
 					}
-					patched, err = PatchRuntime(files, patchDir, false)
+					// With deferred exits: deferreturn's fast path
+					// is compiled and vetted too.
+					patched, err = PatchRuntime(files, patchDir, false, true)
 				} else {
 					patched, err = PatchStd(pkg, files, patchDir)
 				}

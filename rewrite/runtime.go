@@ -25,24 +25,22 @@ const deferFastPath = "if matrixDeferNone(sys.GetCallerSP()) { return }; "
 // (see package inject). It writes what it changes to dir and returns the
 // new file list. With debug, the hooks print every call when
 // MATRIX_DEBUG_HOOKS=1 is set at run time; without it they carry no trace
-// of that code.
+// of that code. With deferExits (-exits defer), deferreturn gets a fast
+// path too (see deferReturnHook).
 //
 // No line of the patched files moves: the fields are inserted before the
 // closing brace of the struct, on that brace's line, and each statement
 // after its function's opening brace, followed by a line directive that
 // gives the rest of the line its original column.
-//
-// Why deferreturn: the compiler open-codes at most 15 returns × defers per
-// function. An instrumented function with more return statements gets a
-// deferred exit hook that is not open-coded, and so calls deferreturn on
-// every return even when the hook was never deferred (the recorder off).
-// deferreturn zeroes a _panic record and walks a small state machine to
-// find that there is nothing to run; the fast path finds it in two loads.
-func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
+func PatchRuntime(files []string, dir string, debug, deferExits bool) ([]string, error) {
+	hooks := runtimeHooks
+	if deferExits {
+		hooks = append([]stdHook{deferReturnHook}, runtimeHooks...)
+	}
 	patch := pkgPatch{
 		pkg:    "runtime",
 		fields: []fieldPatch{{file: "runtime2.go", typ: "g", text: gField}},
-		hooks:  runtimeHooks,
+		hooks:  hooks,
 		files: func(string) ([]addedFile, error) {
 			src, consts, err := inject.Runtime(debug)
 			return []addedFile{{name: inject.RuntimeFileName, content: src}, {name: inject.RuntimeConstFileName, content: consts}}, err
@@ -51,11 +49,26 @@ func PatchRuntime(files []string, dir string, debug bool) ([]string, error) {
 	return patch.apply(files, dir)
 }
 
+// deferReturnHook gives deferreturn a fast path for frames with nothing to
+// run, in builds whose exit hooks are deferred calls (-exits defer). The
+// compiler open-codes at most 15 returns × defers per function; every
+// function with more returns then defers its exit hook on the stack, and
+// calls deferreturn on every return even when the hook was never deferred
+// (the recorder off). deferreturn zeroes a _panic record and walks a small
+// state machine to find that there is nothing to run; the fast path finds
+// it in two loads.
+//
+// Builds that record exits at returns (the default) defer an exit hook only
+// in functions that defer calls of their own, and the frames that reach
+// deferreturn have one of those to run nearly every time (yaml.v3's scanner
+// and resolver, once a token): there the fast path found nothing to skip,
+// and its test, nine instructions, was all it did, on every such return of
+// the program, recording or not. Those builds leave deferreturn as it is.
+var deferReturnHook = stdHook{file: "panic.go", name: "deferreturn", check: noParams, stmt: func([]string) string { return deferFastPath }}
+
 // runtimeHooks are the statements added at the top of runtime functions.
 // Each is one load and one branch for a goroutine that does not record.
 var runtimeHooks = []stdHook{
-	// deferreturn's fast path (see above).
-	{file: "panic.go", name: "deferreturn", check: noParams, stmt: func([]string) string { return deferFastPath }},
 	// A recovered panic abandons the dispatches whose beginning frames it
 	// unwinds (matrixRecovery).
 	{file: "panic.go", name: "recovery", check: params("gp"), stmt: func(p []string) string {

@@ -50,9 +50,10 @@ func TestPatchRuntime(t *testing.T) {
 	if err := os.WriteFile(r2, []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, debug := range []bool{false, true} {
+	for _, c := range []struct{ debug, deferExits bool }{{false, false}, {true, false}, {false, true}} {
+		debug := c.debug
 		dir := t.TempDir()
-		files, err := PatchRuntime([]string{other, r2, panicGo, stackGo}, dir, debug)
+		files, err := PatchRuntime([]string{other, r2, panicGo, stackGo}, dir, debug, c.deferExits)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,16 +62,20 @@ func TestPatchRuntime(t *testing.T) {
 			files[4] != filepath.Join(dir, inject.RuntimeFileName) || files[5] != filepath.Join(dir, inject.RuntimeConstFileName) {
 			t.Fatalf("debug=%v: files %q", debug, files)
 		}
-		// deferreturn's fast path, on its brace's line; the rest of the
-		// line keeps its column.
+		// deferreturn's fast path, on its brace's line, with deferred
+		// exits only; the rest of the line keeps its column.
 		pg, err := os.ReadFile(files[2])
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantPanic := "//line " + panicGo + ":1:1\npackage runtime\n\nfunc deferreturn() {" + deferFastPath + "/*line " + panicGo + ":3:21*/\n\tx()\n}\n\n" +
+		deferreturn := "func deferreturn() {\n"
+		if c.deferExits {
+			deferreturn = "func deferreturn() {" + deferFastPath + "/*line " + panicGo + ":3:21*/\n"
+		}
+		wantPanic := "//line " + panicGo + ":1:1\npackage runtime\n\n" + deferreturn + "\tx()\n}\n\n" +
 			"func recovery(gp *g) {if gp.matrixBeat != nil { matrixRecovery(gp) }; /*line " + panicGo + ":7:23*/}\n"
 		if string(pg) != wantPanic {
-			t.Errorf("panic.go =\n%s\nwant\n%s", pg, wantPanic)
+			t.Errorf("deferExits=%v: panic.go =\n%s\nwant\n%s", c.deferExits, pg, wantPanic)
 		}
 		// Every hook at the top of its function, each function's lines
 		// in place.
@@ -126,11 +131,11 @@ func TestPatchRuntime(t *testing.T) {
 	if err := os.WriteFile(changed, []byte("package runtime\n\nfunc gopark(x int) {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PatchRuntime([]string{changed, r2, panicGo, stackGo}, t.TempDir(), false); err == nil || !strings.Contains(err.Error(), "gopark has the parameters [x] in this Go release") {
+	if _, err := PatchRuntime([]string{changed, r2, panicGo, stackGo}, t.TempDir(), false, false); err == nil || !strings.Contains(err.Error(), "gopark has the parameters [x] in this Go release") {
 		t.Errorf("gopark with another signature: err = %v", err)
 	}
 	for _, fs := range [][]string{{other, panicGo}, {other, r2}, {r2, panicGo}} {
-		if _, err := PatchRuntime(fs, t.TempDir(), false); err == nil {
+		if _, err := PatchRuntime(fs, t.TempDir(), false, false); err == nil {
 			t.Errorf("no error for the runtime files %q", fs)
 		}
 	}

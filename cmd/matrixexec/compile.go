@@ -89,7 +89,7 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 		if err := checkTarget(c.Tool); err != nil {
 			return err
 		}
-		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks)
+		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks, !cfg.returnExits)
 		log.Debug().Err(err).Msg("patched runtime")
 	case pkg == abiPkg:
 		if err := checkABI(files); err != nil {

@@ -500,8 +500,9 @@ type matrixRouteName struct{ method, route, scene string }
 // overwritten by the next route that maps to it).
 var matrixRouteNames [256]unsafe.Pointer
 
-// matrixDeferNone is deferreturn's fast path (see rewrite.PatchRuntime):
-// it reports whether the frame at sp has nothing left to run. That is so
+// matrixDeferNone is deferreturn's fast path in builds with deferred exit
+// hooks (see deferReturnHook in package rewrite; unused otherwise): it
+// reports whether the frame at sp has nothing left to run. That is so
 // unless a recovery left open-coded defers to resume (gp.param) or the
 // newest deferred call belongs to that frame; deferreturn's own loop would
 // find exactly the same and return.
