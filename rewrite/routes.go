@@ -302,20 +302,20 @@ func patchRoutesWith(pkg string, rule routeRule, files []string, dir string) (ou
 					found = true
 					break
 				}
+				// Before an if statement, or after a statement.
+				what, at := hook.after, token.NoPos
 				if hook.before != "" {
-					stmt := findIf(fset, fd.Body, hook.before)
-					if stmt == nil {
-						return files, fmt.Sprintf("%s has no statement %q", hookName(stdHook{recv: hook.recv, name: hook.name}), hook.before), nil
+					what = hook.before
+					if stmt := findIf(fset, fd.Body, hook.before); stmt != nil {
+						at = stmt.Pos()
 					}
-					p.sf.insert(fset.Position(stmt.Pos()).Offset, hook.text+resumeAt(fset, p.sf, stmt.Pos()))
-					found = true
-					break
+				} else if stmt := findStmt(fset, fd.Body, hook.after); stmt != nil {
+					at = stmt.End()
 				}
-				stmt := findStmt(fset, fd.Body, hook.after)
-				if stmt == nil {
-					return files, fmt.Sprintf("%s has no statement %q", hookName(stdHook{recv: hook.recv, name: hook.name}), hook.after), nil
+				if !at.IsValid() {
+					return files, fmt.Sprintf("%s has no statement %q", hookName(stdHook{recv: hook.recv, name: hook.name}), what), nil
 				}
-				p.sf.insert(fset.Position(stmt.End()).Offset, hook.text+resumeAt(fset, p.sf, stmt.End()))
+				p.sf.insert(fset.Position(at).Offset, hook.text+resumeAt(fset, p.sf, at))
 				found = true
 				break
 			}

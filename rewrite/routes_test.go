@@ -68,17 +68,8 @@ func TestPatchRoutes(t *testing.T) {
 			t.Errorf("patched file has no %q:\n%s", s, out)
 		}
 	}
-	fset := token.NewFileSet()
-	var astFiles []*ast.File
-	for _, f := range files {
-		af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		astFiles = append(astFiles, af)
-	}
-	conf := types.Config{Importer: importer.Default()}
-	if _, err := conf.Check("gin", fset, astFiles, nil); err != nil {
+	fset, astFiles, err := typeCheck(t, "gin", files)
+	if err != nil {
 		t.Errorf("the patched package does not type-check: %v", err)
 	}
 	// The statement after the inserted one keeps its position.
@@ -446,17 +437,26 @@ func TestPatchRoutesNamesUnmatchedOnce(t *testing.T) {
 		if strings.Contains(string(out), tc.not) {
 			t.Errorf("%s: every request is named unmatched first:\n%s", tc.pkg, out)
 		}
-		fset := token.NewFileSet()
-		var astFiles []*ast.File
-		for _, f := range files {
-			af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
-			if err != nil {
-				t.Fatal(err)
-			}
-			astFiles = append(astFiles, af)
-		}
-		if _, err := (&types.Config{Importer: importer.Default()}).Check("router", fset, astFiles, nil); err != nil {
+		if _, _, err := typeCheck(t, "router", files); err != nil {
 			t.Errorf("%s: the patched package does not type-check: %v", tc.pkg, err)
 		}
 	}
+}
+
+// typeCheck parses the patched files of one package, failing the test if
+// one does not parse, and type-checks them against the installed standard
+// library.
+func typeCheck(t *testing.T, pkg string, files []string) (*token.FileSet, []*ast.File, error) {
+	t.Helper()
+	fset := token.NewFileSet()
+	var astFiles []*ast.File
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		astFiles = append(astFiles, af)
+	}
+	_, err := (&types.Config{Importer: importer.Default()}).Check(pkg, fset, astFiles, nil)
+	return fset, astFiles, err
 }

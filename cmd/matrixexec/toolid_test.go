@@ -16,21 +16,7 @@ func TestToolLineCached(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the fake tool is a shell script")
 	}
-	dir := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
-	t.Setenv("HOME", dir)
-	count := filepath.Join(dir, "count")
-	tool := filepath.Join(dir, "compile")
-	write := func(version string) {
-		script := "#!/bin/sh\necho run >> " + count + "\necho 'compile version " + version + "'\n"
-		if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runs := func() int {
-		b, _ := os.ReadFile(count)
-		return strings.Count(string(b), "run")
-	}
+	tool, write, runs := fakeTool(t, "compile")
 	write("go1.0")
 	for i := 0; i < 3; i++ {
 		line, err := cachedToolLine([]string{tool, "-V=full"}, &bytes.Buffer{})
@@ -90,15 +76,8 @@ func TestOtherToolLinesCached(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the fake tool is a shell script")
 	}
-	dir := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
-	t.Setenv("HOME", dir)
-	count := filepath.Join(dir, "count")
-	tool := filepath.Join(dir, "asm")
-	script := "#!/bin/sh\necho run >> " + count + "\necho 'asm version go1.0'\n"
-	if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	tool, write, runs := fakeTool(t, "asm")
+	write("go1.0")
 	for i := 0; i < 3; i++ {
 		var stdout, stderr bytes.Buffer
 		if code := run([]string{tool, "-V=full"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
@@ -108,8 +87,30 @@ func TestOtherToolLinesCached(t *testing.T) {
 			t.Fatalf("answer %q, want the tool's own line", stdout.String())
 		}
 	}
-	b, _ := os.ReadFile(count)
-	if n := strings.Count(string(b), "run"); n != 1 {
+	if n := runs(); n != 1 {
 		t.Errorf("the tool ran %d times for 3 questions, want 1", n)
 	}
+}
+
+// fakeTool makes a user cache directory of the test's own and a tool
+// named name in a temporary directory: write(version) makes it answer
+// -V=full with "name version VERSION", and runs counts how often it ran.
+func fakeTool(t *testing.T, name string) (tool string, write func(version string), runs func() int) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	t.Setenv("HOME", dir)
+	count := filepath.Join(dir, "count")
+	tool = filepath.Join(dir, name)
+	write = func(version string) {
+		script := "#!/bin/sh\necho run >> " + count + "\necho '" + name + " version " + version + "'\n"
+		if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs = func() int {
+		b, _ := os.ReadFile(count)
+		return strings.Count(string(b), "run")
+	}
+	return tool, write, runs
 }
