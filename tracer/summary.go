@@ -1,9 +1,9 @@
 package tracer
 
 import (
-	"cmp"
 	"errors"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -355,9 +355,21 @@ func (s *sceneSummary) report(scene string, dropped uint64) *SummaryReport {
 		rep.Paths = append(rep.Paths, SummaryPath{Path: path, Calls: p.calls, Dispatches: p.dispatches,
 			TotalMs: p.total, SelfMs: p.self, Costs: histPairs(p.costs)})
 	}
-	slices.SortFunc(rep.Paths, func(a, b SummaryPath) int { return cmp.Compare(a.Path, b.Path) })
+	sort.Sort(pathsByName(rep.Paths))
 	return rep
 }
+
+// pathsByName sorts summary paths by path. (sort.Sort rather than
+// slices.SortFunc: sort.Sort is one copy of the sorting code for every
+// element type, which a program with net/http links already, while each
+// element type given to slices.SortFunc is a copy of its own, kilobytes in
+// every binary that links the tracer, and in its link. The same goes for
+// the sorts below.)
+type pathsByName []SummaryPath
+
+func (p pathsByName) Len() int           { return len(p) }
+func (p pathsByName) Less(i, j int) bool { return p[i].Path < p[j].Path }
+func (p pathsByName) Swap(i, j int)      { p[i], p[j] = p[j], p[i] }
 
 // histPairs returns a histogram as [value, count] pairs by value.
 func histPairs(h map[int64]int) [][2]int64 {
@@ -365,6 +377,13 @@ func histPairs(h map[int64]int) [][2]int64 {
 	for v, n := range h {
 		out = append(out, [2]int64{v, int64(n)})
 	}
-	slices.SortFunc(out, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	sort.Sort(pairsByValue(out))
 	return out
 }
+
+// pairsByValue sorts [value, count] pairs by value (see pathsByName).
+type pairsByValue [][2]int64
+
+func (p pairsByValue) Len() int           { return len(p) }
+func (p pairsByValue) Less(i, j int) bool { return p[i][0] < p[j][0] }
+func (p pairsByValue) Swap(i, j int)      { p[i], p[j] = p[j], p[i] }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
@@ -162,6 +163,9 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 	if newFiles != nil || extra != "" || (inst != nil && inst.files != nil) {
 		c.TrimDir(tmp)
 	}
+	if omitsDWARF(c) {
+		c.AddFlag("-dwarf=false")
+	}
 	out, _ := c.Flag("o")
 	if inst != nil && inst.files != nil {
 		err = cfg.compileInstrumented(c, inst, operands, stdin, stdout, stderr)
@@ -175,6 +179,28 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 		return after(out)
 	}
 	return nil
+}
+
+// omitsDWARF reports whether a compile builds one of this module's own
+// packages that matrixexec links into programs (the recorder's API, the
+// tracer and what they import), which it compiles without DWARF: their
+// debug information is a tenth of a small service's, its compression and
+// layout a large part of the link, and nobody steps through the tracer in
+// a debugger. Their functions keep their names and lines in stack traces,
+// profiles and reports (those come from the line table, not DWARF). A
+// build for a debugger (-N) or that sets -dwarf itself keeps its flags, and
+// so do the module's commands.
+func omitsDWARF(c *toolcmd.Cmd) bool {
+	pkg := c.SymbolPkg()
+	if !strings.HasPrefix(pkg, blacklist.SelfModule+"/") || strings.HasPrefix(pkg, blacklist.SelfModule+"/cmd/") {
+		return false
+	}
+	for _, f := range c.Flags {
+		if f == "-N" || f == "-dwarf" || strings.HasPrefix(f, "-dwarf=") {
+			return false
+		}
+	}
+	return true
 }
 
 // runCompile runs the compile c on the files operands.

@@ -1,8 +1,7 @@
 package analysis
 
 import (
-	"cmp"
-	"slices"
+	"sort"
 )
 
 // RepeatRule says when calls of one function by another are an N+1
@@ -100,8 +99,19 @@ func repeats(items []Item, exts []*Interval, cost int64, rule RepeatRule) []Repe
 			out = append(out, *r)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Repeat) int {
-		return cmp.Or(cmp.Compare(b.Cost, a.Cost), cmp.Compare(b.Calls, a.Calls))
-	})
+	sort.Stable(byCost(out))
 	return out
 }
+
+// byCost sorts repeats by cost, then calls, the largest first. (sort.Stable
+// rather than slices.SortStableFunc: the sort package's code is one copy
+// for every element type, while each element type given to the generic
+// sorts is a copy of its own, kilobytes in every binary that links the
+// tracer, and in its link.)
+type byCost []Repeat
+
+func (r byCost) Len() int { return len(r) }
+func (r byCost) Less(i, j int) bool {
+	return r[i].Cost > r[j].Cost || r[i].Cost == r[j].Cost && r[i].Calls > r[j].Calls
+}
+func (r byCost) Swap(i, j int) { r[i], r[j] = r[j], r[i] }
