@@ -183,10 +183,10 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 
 // omitsDWARF reports whether a compile builds one of this module's own
 // packages that matrixexec links into programs (the recorder's API, the
-// tracer and what they import), which it compiles without DWARF: their
-// debug information is a tenth of a small service's, its compression and
-// layout a large part of the link, and nobody steps through the tracer in
-// a debugger. Their functions keep their names and lines in stack traces,
+// tracer and what they import), which it compiles without DWARF: writing
+// and compressing their debug information was a quarter of what zero-code
+// mode added to the link of a small service, and a debugger has nothing in
+// them for a user to step through. Their functions keep their names and lines in stack traces,
 // profiles and reports (those come from the line table, not DWARF). A
 // build for a debugger (-N) or that sets -dwarf itself keeps its flags, and
 // so do the module's commands.
