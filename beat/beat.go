@@ -146,6 +146,7 @@ func Start(cfg Config) error {
 	rtSetClock(true)
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
+	rtSetSceneRefHook(hookSceneRef)
 	rtSetTraceParentHook(hookTraceParent)
 	rtSetRequestHooks(hookRequest, hookStatus)
 	rtSetBoundHook(hookBound)
@@ -165,6 +166,7 @@ func Stop() {
 	}
 	rtSetActive(0)
 	rtSetDispatchHooks(nil, nil, nil)
+	rtSetSceneRefHook(nil)
 	rtSetTraceParentHook(nil)
 	rtSetRequestHooks(nil, nil)
 	rtSetBoundHook(nil)
@@ -172,8 +174,12 @@ func Stop() {
 	rtSetClock(false)
 	r.mu.Lock()
 	r.buffers -= len(r.free)
+	free := r.free
 	r.free = nil
 	r.mu.Unlock()
+	for _, b := range free {
+		freeBuffer(b)
+	}
 }
 
 // pow2 returns the least power of two >= n (1 for n <= 1).
@@ -195,6 +201,11 @@ func Linked() bool { return linked }
 // Now returns the recorder clock in milliseconds, the time base of the
 // records: time 0 is the runtime's initialisation.
 func Now() uint64 { return rtGetNow() }
+
+// Nanotime reads the monotonic clock of the dispatches' bounds
+// (Dispatch.StartNano), in nanoseconds from an arbitrary origin. It returns
+// 0 in a plain build.
+func Nanotime() int64 { return rtNanotime() }
 
 // nowMs reads the monotonic clock in record time.
 func nowMs() uint64 { return msOf(rtNanotime()) }
@@ -233,7 +244,43 @@ func (r *recorder) getBuffer() []uint64 {
 	}
 	r.buffers++
 	r.mu.Unlock()
-	return make([]uint64, r.size)
+	b := newBuffer(r.size)
+	if b == nil {
+		r.mu.Lock()
+		r.buffers--
+		r.mu.Unlock()
+	}
+	return b
+}
+
+// offHeapBytes is the least buffer, in bytes, kept outside the
+// garbage-collected heap (the runtime's matrixBufMin).
+const offHeapBytes = 64 << 10
+
+// newBuffer makes a buffer of n records. One of at least offHeapBytes
+// (the default is 512 KiB) is mapped outside the garbage-collected heap:
+// the recorder holds its buffers for as long as it runs, and as live heap
+// they would make the collector of a service with a small heap of its own
+// run more often (its goal is twice the live heap, and at least 4 MiB).
+// Outside it they still count in the runtime's mapped memory. It returns
+// nil when no memory could be mapped. freeBuffer frees what it returns.
+func newBuffer(n int) []uint64 {
+	if n*8 < offHeapBytes {
+		return make([]uint64, n)
+	}
+	p := rtBufAlloc(uintptr(n) * 8)
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(p), n)
+}
+
+// freeBuffer frees a buffer that newBuffer made, which nothing refers to
+// any more.
+func freeBuffer(b []uint64) {
+	if len(b)*8 >= offHeapBytes {
+		rtBufFree(unsafe.Pointer(&b[0]), uintptr(len(b))*8)
+	}
 }
 
 // putBuffer returns a buffer in which n records were written. The records
@@ -244,9 +291,11 @@ func (r *recorder) putBuffer(b []uint64, n uint64) {
 	r.mu.Lock()
 	if cur.Load() != r || len(b) != r.size {
 		r.buffers-- // stopped or resized: let it go
-	} else {
-		r.free = append(r.free, b)
+		r.mu.Unlock()
+		freeBuffer(b)
+		return
 	}
+	r.free = append(r.free, b)
 	r.mu.Unlock()
 }
 
@@ -372,6 +421,15 @@ func hookEnd(d unsafe.Pointer, scene string) {
 func hookScene(d unsafe.Pointer, scene string) {
 	if !isKid(d) {
 		(*Dispatch)(d).scene.Store(sceneRef(scene))
+	}
+}
+
+// hookSceneRef names the scene from a route a router matched: the runtime
+// keeps the scene of each route (matrixDispatchRoute) and hands a pointer
+// to it, which never changes, so that the dispatch stores it as it is.
+func hookSceneRef(d unsafe.Pointer, scene *string) {
+	if !isKid(d) {
+		(*Dispatch)(d).scene.Store(scene)
 	}
 }
 

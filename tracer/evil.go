@@ -232,7 +232,7 @@ func (t *EvilMethodTracer) DispatchBegin(d *beat.Dispatch) {
 		return
 	}
 	if goid := d.Goid(); goid != 0 {
-		if r, ok := t.clock.read(d.Start().Sub(cpuBase), cpuMaxAge(t.Threshold())); ok {
+		if r, ok := t.clock.read(time.Duration(d.StartNano()), cpuMaxAge(t.Threshold())); ok {
 			t.cpu.put(goid, r)
 		}
 	}
@@ -250,7 +250,7 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 		if scene == "" {
 			scene = d.Name()
 		}
-		v = st.observe(scene, cost, cost >= threshold, d.Start())
+		v = st.observe(scene, cost, cost >= threshold, d.StartNano())
 		if cost >= threshold {
 			v = verdict{report: true, why: "at least the threshold of " + msText(threshold)}
 		}
