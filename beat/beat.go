@@ -347,6 +347,9 @@ func ReadStats() Stats {
 // observerList is the registered observers, never changed once stored.
 type observerList struct {
 	list []Observer
+	// begins are those whose DispatchBegin does something (their type is
+	// not marked observe.NoBegin): begin calls only them.
+	begins []Observer
 	// kept says that one of them may keep a dispatch past the call that
 	// hands it over (its type is not marked by package observe): then no
 	// dispatch it sees is reused.
@@ -357,6 +360,9 @@ func storeObservers(list []Observer) {
 	l := &observerList{list: list}
 	for _, o := range list {
 		l.kept = l.kept || !observe.Transient(o)
+		if !observe.NoBegin(o) {
+			l.begins = append(l.begins, o)
+		}
 	}
 	observers.Store(l)
 }
@@ -466,7 +472,7 @@ func hookRequest(d unsafe.Pointer, method, host string, tls bool) {
 	if tls {
 		scheme = "https"
 	}
-	(*Dispatch)(d).SetRequest(Request{Method: method, Host: host, Scheme: scheme})
+	(*Dispatch)(d).setRequest(method, host, scheme)
 }
 
 // hookStatus records the status code of a response written on the

@@ -72,6 +72,9 @@ type Dispatch struct {
 // spare per P (putSpare), which a server's next request on that P finds.
 func spareDispatch() *Dispatch {
 	if d := (*Dispatch)(rtSpareSwap(nil)); d != nil {
+		if raceEnabled {
+			spareSync.Load() // after the writes of the goroutine that put it
+		}
 		return d
 	}
 	return new(Dispatch)
@@ -80,8 +83,17 @@ func spareDispatch() *Dispatch {
 // putSpare makes d, zeroed and referred to by nothing, the spare of the
 // calling goroutine's P; the spare it replaces is left to the collector.
 func putSpare(d *Dispatch) {
+	if raceEnabled {
+		spareSync.Add(1) // see spareSync
+	}
 	rtSpareSwap(unsafe.Pointer(d))
 }
+
+// spareSync tells the race detector what the runtime's swap of a P's spare
+// (code it does not see) orders: the writes of the goroutine that puts a
+// spare come before those of the goroutine that takes it, which runs on
+// the same P afterwards. Only race-enabled builds touch it.
+var spareSync atomic.Uint64
 
 // keep marks the dispatch as handed to code that may use it after it
 // ends: its memory is never reused.
@@ -169,7 +181,7 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	runList.push(d)
 	running.Unlock()
 	if p := observers.Load(); p != nil {
-		for _, o := range p.list {
+		for _, o := range p.begins {
 			o.DispatchBegin(d)
 		}
 		if p.kept {
@@ -516,19 +528,24 @@ func (d *Dispatch) SetRequest(r Request) {
 	if d == nil {
 		return
 	}
+	d.setRequest(r.Method, r.Host, r.Scheme)
+}
+
+// setRequest is SetRequest with the request's fields, as the patched
+// net/http server hands them (hookRequest): the request is built once,
+// where it is kept.
+func (d *Dispatch) setRequest(method, host, scheme string) {
 	// The bounds are applied where the request is read (Request), for the
 	// few dispatches that are reported, rather than here for every
 	// request: a host's check is a load per byte.
 	if d.reqSet.CompareAndSwap(0, 1) {
 		// The first request is kept in the dispatch itself (a server
 		// sets one per dispatch): written before it is published.
-		d.req = r
+		d.req = Request{Method: method, Host: host, Scheme: scheme}
 		d.request.Store(&d.req)
 		return
 	}
-	p := new(Request) // not &r, which would move r to the heap on every call
-	*p = r
-	d.request.Store(p)
+	d.request.Store(&Request{Method: method, Host: host, Scheme: scheme})
 }
 
 // validHost reports whether host has only bytes a host (a DNS name or an

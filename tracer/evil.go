@@ -143,11 +143,14 @@ type EvilMethodTracer struct {
 	repeats   atomic.Pointer[analysis.RepeatRule]
 	jobs      chan *evilJob
 	dropped   atomic.Uint64
-	cpu       cpuTable
-	clock     cpuClock
 
 	mu sync.Mutex
 	w  worker // the analysis goroutine
+
+	// Last: they hold no pointers, so that the collector, which scans the
+	// tracer up to its last pointer, need not look at them.
+	cpu   cpuTable
+	clock cpuClock
 }
 
 // NewEvilMethodTracer returns a slow-call tracer reporting dispatches that
@@ -245,7 +248,8 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 	cost := d.Cost()
 	threshold := time.Duration(t.threshold.Load())
 	var v verdict
-	if st := t.scenes.Load(); st != nil && !d.Abandoned() {
+	abandoned := d.Abandoned()
+	if st := t.scenes.Load(); st != nil && !abandoned {
 		scene := d.Scene()
 		if scene == "" {
 			scene = d.Name()
@@ -257,7 +261,7 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 	} else {
 		v.report = cost >= threshold
 	}
-	if !v.report || d.Abandoned() {
+	if !v.report || abandoned {
 		if cpuSupported {
 			t.cpu.release(d.Goid())
 		}
