@@ -283,10 +283,12 @@ func (d *Dispatch) stop() (own bool) {
 		lateEnds.Add(1)
 		return false
 	}
-	own = rtGoid() == d.goid && d.onSlot()
+	// Mostly the slot holds d itself: the chain is walked only otherwise.
+	cur := rtCurrent()
+	own = rtGoid() == d.goid && (cur == unsafe.Pointer(d) || d.onSlot())
 	if own {
 		// Dispatches begun inside d and never ended are abandoned.
-		for p := rtCurrent(); p != unsafe.Pointer(d); p = rtCurrent() {
+		for p := cur; p != unsafe.Pointer(d); p = rtCurrent() {
 			in := (*Dispatch)(p)
 			rtSwapRing(in.ring.Outer)
 			if atomic.CompareAndSwapUint32(&in.ring.State, abi.RingRunning, abi.RingAbandoned) {
