@@ -174,12 +174,8 @@ func Stop() {
 	rtSetClock(false)
 	r.mu.Lock()
 	r.buffers -= len(r.free)
-	free := r.free
 	r.free = nil
 	r.mu.Unlock()
-	for _, b := range free {
-		freeBuffer(b)
-	}
 }
 
 // pow2 returns the least power of two >= n (1 for n <= 1).
@@ -244,43 +240,7 @@ func (r *recorder) getBuffer() []uint64 {
 	}
 	r.buffers++
 	r.mu.Unlock()
-	b := newBuffer(r.size)
-	if b == nil {
-		r.mu.Lock()
-		r.buffers--
-		r.mu.Unlock()
-	}
-	return b
-}
-
-// offHeapBytes is the least buffer, in bytes, kept outside the
-// garbage-collected heap (the runtime's matrixBufMin).
-const offHeapBytes = 64 << 10
-
-// newBuffer makes a buffer of n records. One of at least offHeapBytes
-// (the default is 512 KiB) is mapped outside the garbage-collected heap:
-// the recorder holds its buffers for as long as it runs, and as live heap
-// they would make the collector of a service with a small heap of its own
-// run more often (its goal is twice the live heap, and at least 4 MiB).
-// Outside it they still count in the runtime's mapped memory. It returns
-// nil when no memory could be mapped. freeBuffer frees what it returns.
-func newBuffer(n int) []uint64 {
-	if n*8 < offHeapBytes {
-		return make([]uint64, n)
-	}
-	p := rtBufAlloc(uintptr(n) * 8)
-	if p == nil {
-		return nil
-	}
-	return unsafe.Slice((*uint64)(p), n)
-}
-
-// freeBuffer frees a buffer that newBuffer made, which nothing refers to
-// any more.
-func freeBuffer(b []uint64) {
-	if len(b)*8 >= offHeapBytes {
-		rtBufFree(unsafe.Pointer(&b[0]), uintptr(len(b))*8)
-	}
+	return make([]uint64, r.size)
 }
 
 // putBuffer returns a buffer in which n records were written. The records
@@ -291,11 +251,9 @@ func (r *recorder) putBuffer(b []uint64, n uint64) {
 	r.mu.Lock()
 	if cur.Load() != r || len(b) != r.size {
 		r.buffers-- // stopped or resized: let it go
-		r.mu.Unlock()
-		freeBuffer(b)
-		return
+	} else {
+		r.free = append(r.free, b)
 	}
-	r.free = append(r.free, b)
 	r.mu.Unlock()
 }
 

@@ -656,43 +656,6 @@ func TestStartStopReleases(t *testing.T) {
 	}
 }
 
-// TestOffHeapBuffers: buffers of 64 KiB and more are mapped outside the
-// collected heap (in the runtime's other memory); they record and are
-// reused like the others, and are unmapped once the recorder lets them go:
-// a dispatch that ends after Stop returns its buffer, and Stop the idle
-// ones.
-func TestOffHeapBuffers(t *testing.T) {
-	requireLinked(t)
-	const size = 1 << 14 // records: 128 KiB
-	otherSys := func() int64 {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.OtherSys)
-	}
-	before := otherSys()
-	if err := Start(Config{BufferSize: size, MaxBuffers: 2}); err != nil {
-		t.Fatal(err)
-	}
-	Run("first", func() { rtEnter(2); rtExit(2) }) // its buffer is kept idle
-	d := Begin(KindCustom, "second")
-	rtEnter(2)
-	rtExit(2)
-	if got := len(d.Records(nil)); got != 3 {
-		t.Errorf("a dispatch with an off-heap buffer copied %d records, want 3", got)
-	}
-	if len(d.data) != size {
-		t.Fatalf("buffer of %d records, want %d", len(d.data), size)
-	}
-	if grew := otherSys() - before; grew < size*8 {
-		t.Errorf("the runtime's other memory grew by %d bytes for a buffer of %d", grew, size*8)
-	}
-	Stop()
-	d.End() // after Stop: its buffer is unmapped
-	if left := otherSys() - before; left >= size*8 {
-		t.Errorf("the runtime's other memory is still %d bytes above its start: a buffer was not unmapped", left)
-	}
-}
-
 // TestTenThousandDispatches: 10k goroutines inside dispatches at once stay
 // within the configured buffer bound; the ones that find no buffer are
 // counted as not recorded, and nothing blocks.

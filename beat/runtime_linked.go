@@ -24,12 +24,6 @@ func rtGetNow() uint64
 //go:linkname rtBoundNow runtime.matrixBoundNow
 func rtBoundNow() (ns int64, ms uint64)
 
-//go:linkname rtBufAlloc runtime.matrixBufAlloc
-func rtBufAlloc(n uintptr) unsafe.Pointer
-
-//go:linkname rtBufFree runtime.matrixBufFree
-func rtBufFree(p unsafe.Pointer, n uintptr)
-
 //go:linkname rtSpareSwap runtime.matrixSpareSwap
 func rtSpareSwap(p unsafe.Pointer) unsafe.Pointer
 

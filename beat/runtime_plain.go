@@ -17,8 +17,6 @@ func rtSetClock(bool)                             {}
 func rtGetNow() uint64                            { return 0 }
 func rtBoundNow() (int64, uint64)                 { return 0, 0 }
 func rtSwapRing(unsafe.Pointer) unsafe.Pointer    { return nil }
-func rtBufAlloc(uintptr) unsafe.Pointer           { return nil }
-func rtBufFree(unsafe.Pointer, uintptr)           {}
 func rtSpareSwap(p unsafe.Pointer) unsafe.Pointer { return p }
 func rtNamesHead() unsafe.Pointer                 { return nil }
 func rtGoid() uint64                              { return 0 }

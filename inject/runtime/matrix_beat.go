@@ -187,13 +187,8 @@ func init() {
 		matrixOn.v = 1
 	}
 	if gogetenv("MATRIX_REPORT") != "" && gogetenv("MATRIX_STARTUP") != "off" {
-		// Outside the collected heap (see matrixBufAlloc): the start-up
-		// ring lives as long as the process.
-		buf := matrixBufAlloc(matrixStartupSize * 8)
-		if buf == nil {
-			buf = unsafe.Pointer(&make([]uint64, matrixStartupSize)[0])
-		}
-		matrixStartup = &matrixRing{buf: buf, mask: matrixStartupSize - 1}
+		buf := make([]uint64, matrixStartupSize)
+		matrixStartup = &matrixRing{buf: unsafe.Pointer(&buf[0]), mask: matrixStartupSize - 1}
 		getg().matrixBeat = unsafe.Pointer(matrixStartup)
 		matrixStartupOn = true
 		matrixOn.v = 1
@@ -415,36 +410,6 @@ func matrixGetNow() uint64 { return matrixClk.now }
 func matrixBoundNow() (ns int64, ms uint64) {
 	ns = nanotime()
 	return ns, matrixClockRaise(uint64(ns-matrixEpoch) / 1e6)
-}
-
-// matrixBufMin is the least size matrixBufAlloc allocates: persistentalloc
-// maps blocks of that size and more on their own (maxBlock, 64 KiB on
-// every platform and supported release), which sysFree can then unmap.
-const matrixBufMin = 64 << 10
-
-// matrixBufAlloc returns n bytes of zeroed memory outside the
-// garbage-collected heap for a ring buffer (no pointers), or nil when n is
-// under matrixBufMin or the system has no memory to map. The recorder's
-// buffers are hundreds of KiB each and live as long as the recorder runs:
-// in the heap they would count as live heap for the collector's pacing,
-// and a service whose own live heap is small would collect garbage more
-// often than without the recorder. Outside it they count in the runtime's
-// mapped memory (/memory/classes/other:bytes, the memory limit) as
-// before. matrixBufFree returns them.
-//
-//go:linkname matrixBufAlloc
-func matrixBufAlloc(n uintptr) unsafe.Pointer {
-	if n < matrixBufMin {
-		return nil
-	}
-	return persistentalloc(n, 0, &memstats.other_sys)
-}
-
-// matrixBufFree unmaps a buffer of n bytes that matrixBufAlloc returned.
-//
-//go:linkname matrixBufFree
-func matrixBufFree(p unsafe.Pointer, n uintptr) {
-	sysFree(p, n, &memstats.other_sys)
 }
 
 // matrixSpares holds a spare dispatch of beat's per P (by P id, for the
