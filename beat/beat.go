@@ -146,6 +146,7 @@ func Start(cfg Config) error {
 	rtSetClock(true)
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
+	rtSetSceneRefHook(hookSceneRef)
 	rtSetTraceParentHook(hookTraceParent)
 	rtSetRequestHooks(hookRequest, hookStatus)
 	rtSetBoundHook(hookBound)
@@ -165,6 +166,7 @@ func Stop() {
 	}
 	rtSetActive(0)
 	rtSetDispatchHooks(nil, nil, nil)
+	rtSetSceneRefHook(nil)
 	rtSetTraceParentHook(nil)
 	rtSetRequestHooks(nil, nil)
 	rtSetBoundHook(nil)
@@ -195,6 +197,11 @@ func Linked() bool { return linked }
 // Now returns the recorder clock in milliseconds, the time base of the
 // records: time 0 is the runtime's initialisation.
 func Now() uint64 { return rtGetNow() }
+
+// Nanotime reads the monotonic clock of the dispatches' bounds
+// (Dispatch.StartNano), in nanoseconds from an arbitrary origin. It returns
+// 0 in a plain build.
+func Nanotime() int64 { return rtNanotime() }
 
 // nowMs reads the monotonic clock in record time.
 func nowMs() uint64 { return msOf(rtNanotime()) }
@@ -298,6 +305,9 @@ func ReadStats() Stats {
 // observerList is the registered observers, never changed once stored.
 type observerList struct {
 	list []Observer
+	// begins are those whose DispatchBegin does something (their type is
+	// not marked observe.NoBegin): begin calls only them.
+	begins []Observer
 	// kept says that one of them may keep a dispatch past the call that
 	// hands it over (its type is not marked by package observe): then no
 	// dispatch it sees is reused.
@@ -308,6 +318,9 @@ func storeObservers(list []Observer) {
 	l := &observerList{list: list}
 	for _, o := range list {
 		l.kept = l.kept || !observe.Transient(o)
+		if !observe.NoBegin(o) {
+			l.begins = append(l.begins, o)
+		}
 	}
 	observers.Store(l)
 }
@@ -375,6 +388,15 @@ func hookScene(d unsafe.Pointer, scene string) {
 	}
 }
 
+// hookSceneRef names the scene from a route a router matched: the runtime
+// keeps the scene of each route (matrixDispatchRoute) and hands a pointer
+// to it, which never changes, so that the dispatch stores it as it is.
+func hookSceneRef(d unsafe.Pointer, scene *string) {
+	if !isKid(d) {
+		(*Dispatch)(d).scene.Store(scene)
+	}
+}
+
 // sceneRefs keeps a pointer to each scene string the hooks set lately, by
 // the address of its bytes: routers and the patched standard library hand
 // the same string for every request of a route, and a dispatch then
@@ -408,7 +430,7 @@ func hookRequest(d unsafe.Pointer, method, host string, tls bool) {
 	if tls {
 		scheme = "https"
 	}
-	(*Dispatch)(d).SetRequest(Request{Method: method, Host: host, Scheme: scheme})
+	(*Dispatch)(d).setRequest(method, host, scheme)
 }
 
 // hookStatus records the status code of a response written on the

@@ -723,3 +723,35 @@ func TestDispatchTraceParent(t *testing.T) {
 		t.Errorf("TraceParent = %q", d.TraceParent())
 	}
 }
+
+// TestDispatchStart: Start is the instant the dispatch began, derived from
+// the dispatch's one reading of the clock: never before a time taken
+// before Begin, at most a millisecond after one taken after it (the wall
+// clock too), and so again once the reference it is derived from has been
+// taken anew (clockRefAge later).
+func TestDispatchStart(t *testing.T) {
+	requireLinked(t)
+	if err := Start(Config{BufferSize: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	defer Stop()
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(time.Duration(clockRefAge) + 10*time.Millisecond)
+		}
+		before := time.Now()
+		d := Begin(KindCustom, "start")
+		after := time.Now()
+		start := d.Start()
+		d.End()
+		if start.Before(before) || start.Sub(after) > time.Millisecond {
+			t.Errorf("dispatch %d: Start is %v after the time taken before Begin and %v after the one taken after it", i, start.Sub(before), start.Sub(after))
+		}
+		if wall := start.Round(0); wall.Before(before.Round(0).Add(-time.Millisecond)) || wall.After(after.Round(0).Add(time.Millisecond)) {
+			t.Errorf("dispatch %d: Start's wall clock %v, taken between %v and %v", i, wall, before.Round(0), after.Round(0))
+		}
+		if got := d.Start().Add(d.Cost()).Sub(start); got != d.Cost() {
+			t.Errorf("dispatch %d: Start and Cost disagree by %v", i, got-d.Cost())
+		}
+	}
+}

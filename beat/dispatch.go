@@ -44,10 +44,10 @@ type Dispatch struct {
 	reqSet   atomic.Uint32 // 1 once req is taken
 	status   atomic.Int32  // the response's status code, 0 until written
 	goid     uint64
-	id       uint64 // the dispatch's number in the process (ID)
-	start    time.Time
-	startNs  int64 // the monotonic clock (rtNanotime) at start: for Cost
-	endNs    int64 // and at end; 0 while the dispatch runs
+	id       uint64    // the dispatch's number in the process (ID)
+	clock    *clockRef // what Start derives the start's time.Time from
+	startNs  int64     // the monotonic clock (rtNanotime) at start: for Cost
+	endNs    int64     // and at end; 0 while the dispatch runs
 	beginMs  uint64
 	endMs    uint64
 	reported atomic.Uint32 // bits for the watchdog: which reports were made
@@ -66,10 +66,34 @@ type Dispatch struct {
 	kept     atomic.Bool
 }
 
-// dispatchPool holds ended dispatches that nothing refers to any more, for
-// the dispatch sources patched into the standard library: a server then
-// allocates no dispatch per request.
-var dispatchPool = sync.Pool{New: func() any { return new(Dispatch) }}
+// spareDispatch returns an ended dispatch that nothing refers to any more,
+// zeroed, or a new one: the dispatch sources patched into the standard
+// library then allocate no dispatch per request. The runtime keeps one
+// spare per P (putSpare), which a server's next request on that P finds.
+func spareDispatch() *Dispatch {
+	if d := (*Dispatch)(rtSpareSwap(nil)); d != nil {
+		if raceEnabled {
+			spareSync.Load() // after the writes of the goroutine that put it
+		}
+		return d
+	}
+	return new(Dispatch)
+}
+
+// putSpare makes d, zeroed and referred to by nothing, the spare of the
+// calling goroutine's P; the spare it replaces is left to the collector.
+func putSpare(d *Dispatch) {
+	if raceEnabled {
+		spareSync.Add(1) // see spareSync
+	}
+	rtSpareSwap(unsafe.Pointer(d))
+}
+
+// spareSync tells the race detector what the runtime's swap of a P's spare
+// (code it does not see) orders: the writes of the goroutine that puts a
+// spare come before those of the goroutine that takes it, which runs on
+// the same P afterwards. Only race-enabled builds touch it.
+var spareSync atomic.Uint64
 
 // keep marks the dispatch as handed to code that may use it after it
 // ends: its memory is never reused.
@@ -79,7 +103,7 @@ func (d *Dispatch) keep() {
 	}
 }
 
-// recycle puts an ended dispatch back into dispatchPool if nothing can use
+// recycle makes an ended dispatch a spare (putSpare) if nothing can use
 // it any more: it is reusable and kept by no one (Current, Running and
 // observers that may keep a dispatch mark it), it was ended by End on its
 // own goroutine, which records into it no longer (its buffer is released,
@@ -90,7 +114,7 @@ func (d *Dispatch) recycle() {
 		return
 	}
 	*d = Dispatch{}
-	dispatchPool.Put(d)
+	putSpare(d)
 }
 
 // Begin starts a dispatch on the calling goroutine and returns it; it
@@ -126,7 +150,7 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	reap()
 	var d *Dispatch
 	if reusable {
-		d = dispatchPool.Get().(*Dispatch)
+		d = spareDispatch()
 	} else {
 		d = new(Dispatch)
 	}
@@ -149,7 +173,7 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	// One reading of the monotonic clock gives the dispatch's record time
 	// (the recorder's clock, moved forward to it) and its duration.
 	ns, ms := rtBoundNow()
-	d.start, d.startNs, d.beginMs = time.Now(), ns, ms
+	d.clock, d.startNs, d.beginMs = currentClockRef(ns), ns, ms
 	d.ring.Outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
 
@@ -157,7 +181,7 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	runList.push(d)
 	running.Unlock()
 	if p := observers.Load(); p != nil {
-		for _, o := range p.list {
+		for _, o := range p.begins {
 			o.DispatchBegin(d)
 		}
 		if p.kept {
@@ -259,10 +283,12 @@ func (d *Dispatch) stop() (own bool) {
 		lateEnds.Add(1)
 		return false
 	}
-	own = rtGoid() == d.goid && d.onSlot()
+	// Mostly the slot holds d itself: the chain is walked only otherwise.
+	cur := rtCurrent()
+	own = rtGoid() == d.goid && (cur == unsafe.Pointer(d) || d.onSlot())
 	if own {
 		// Dispatches begun inside d and never ended are abandoned.
-		for p := rtCurrent(); p != unsafe.Pointer(d); p = rtCurrent() {
+		for p := cur; p != unsafe.Pointer(d); p = rtCurrent() {
 			in := (*Dispatch)(p)
 			rtSwapRing(in.ring.Outer)
 			if atomic.CompareAndSwapUint32(&in.ring.State, abi.RingRunning, abi.RingAbandoned) {
@@ -504,19 +530,24 @@ func (d *Dispatch) SetRequest(r Request) {
 	if d == nil {
 		return
 	}
+	d.setRequest(r.Method, r.Host, r.Scheme)
+}
+
+// setRequest is SetRequest with the request's fields, as the patched
+// net/http server hands them (hookRequest): the request is built once,
+// where it is kept.
+func (d *Dispatch) setRequest(method, host, scheme string) {
 	// The bounds are applied where the request is read (Request), for the
 	// few dispatches that are reported, rather than here for every
 	// request: a host's check is a load per byte.
 	if d.reqSet.CompareAndSwap(0, 1) {
 		// The first request is kept in the dispatch itself (a server
 		// sets one per dispatch): written before it is published.
-		d.req = r
+		d.req = Request{Method: method, Host: host, Scheme: scheme}
 		d.request.Store(&d.req)
 		return
 	}
-	p := new(Request) // not &r, which would move r to the heap on every call
-	*p = r
-	d.request.Store(p)
+	d.request.Store(&Request{Method: method, Host: host, Scheme: scheme})
 }
 
 // validHost reports whether host has only bytes a host (a DNS name or an
@@ -608,14 +639,70 @@ func (d *Dispatch) ID() uint64 {
 	return d.id
 }
 
-// Start returns when the dispatch began.
-func (d *Dispatch) Start() time.Time { return d.start }
+// Start returns when the dispatch began, with a monotonic clock reading
+// (see clockRef).
+func (d *Dispatch) Start() time.Time {
+	return d.clock.t.Add(time.Duration(d.startNs - d.clock.ns))
+}
+
+// clockRef pairs a time.Time, taken with time.Now, with the reading of
+// the monotonic clock (rtNanotime) at the same instant, so that a dispatch
+// reads the clock once as it begins, and its time.Time is derived from
+// that reading when asked for (Start): time.Now reads the clock twice more
+// (the wall clock and the monotonic one), which cost a server 80
+// instructions per request. The monotonic part of the derived time is the
+// dispatch's own reading, to within the time between two clock reads
+// (tens of nanoseconds), never earlier; the wall part follows the wall
+// clock as of the reference, which is taken anew every clockRefAge: a
+// step of the wall clock shows in Start that much later, and its slewing
+// (at most 0.05 %) shifts Start by 50 µs at most.
+type clockRef struct {
+	t  time.Time
+	ns int64
+}
+
+// clockRefAge is how long a clockRef serves.
+const clockRefAge = int64(100 * time.Millisecond)
+
+// clockRefs is the current clockRef.
+var clockRefs atomic.Pointer[clockRef]
+
+// currentClockRef returns a clockRef for a dispatch that began at ns, the
+// monotonic clock's reading.
+func currentClockRef(ns int64) *clockRef {
+	if c := clockRefs.Load(); c != nil && ns-c.ns < clockRefAge {
+		return c
+	}
+	c := newClockRef()
+	clockRefs.Store(c)
+	return c
+}
+
+// newClockRef takes a clockRef: the monotonic clock is read before
+// time.Now, so that times derived from it are never earlier than the
+// instants they stand for (a preempted attempt is taken again).
+func newClockRef() *clockRef {
+	var c clockRef
+	for range 3 {
+		c.ns = rtNanotime()
+		c.t = time.Now()
+		if rtNanotime()-c.ns < int64(time.Microsecond) {
+			break
+		}
+	}
+	return &c
+}
+
+// StartNano returns when the dispatch began on the monotonic clock that
+// Nanotime reads, so that an observer timing dispatches needs no
+// time.Time: Start is the same instant.
+func (d *Dispatch) StartNano() int64 { return d.startNs }
 
 // Cost returns the wall time of an ended dispatch (in DispatchEnd), or the
 // time since it began while it runs.
 func (d *Dispatch) Cost() time.Duration {
 	if d.endNs == 0 {
-		return time.Since(d.start)
+		return time.Duration(rtNanotime() - d.startNs)
 	}
 	return time.Duration(d.endNs - d.startNs)
 }

@@ -224,3 +224,26 @@ func TestObserverListKeeps(t *testing.T) {
 		t.Error("an unmarked observer keeps no dispatch")
 	}
 }
+
+// endOnlyObserver does nothing at a dispatch's begin; its type is marked
+// so.
+type endOnlyObserver struct{ _ byte }
+
+func (o *endOnlyObserver) DispatchBegin(*Dispatch) {
+	panic("DispatchBegin of an observer marked observe.NoBegin")
+}
+func (o *endOnlyObserver) DispatchEnd(*Dispatch) {}
+
+func init() { observe.MarkNoBegin((*endOnlyObserver)(nil)) }
+
+// Observers of a type marked observe.NoBegin are not called as a dispatch
+// begins; every other observer is, and every one as it ends.
+func TestObserverListBegins(t *testing.T) {
+	defer observers.Store(observers.Load())
+	quiet, loud := &endOnlyObserver{}, &transientObserver{}
+	storeObservers([]Observer{quiet, loud})
+	l := observers.Load()
+	if len(l.list) != 2 || len(l.begins) != 1 || l.begins[0] != Observer(loud) {
+		t.Errorf("observers %v, called at begin %v; want both, and only the unmarked one at begin", l.list, l.begins)
+	}
+}

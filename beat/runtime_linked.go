@@ -24,6 +24,9 @@ func rtGetNow() uint64
 //go:linkname rtBoundNow runtime.matrixBoundNow
 func rtBoundNow() (ns int64, ms uint64)
 
+//go:linkname rtSpareSwap runtime.matrixSpareSwap
+func rtSpareSwap(p unsafe.Pointer) unsafe.Pointer
+
 //go:linkname rtSwapRing runtime.matrixSwapRing
 func rtSwapRing(p unsafe.Pointer) unsafe.Pointer
 
@@ -44,6 +47,9 @@ func rtCurrent() unsafe.Pointer
 
 //go:linkname rtSetDispatchHooks runtime.matrixSetDispatchHooks
 func rtSetDispatchHooks(begin func(kind int, name string) unsafe.Pointer, end, scene func(d unsafe.Pointer, scene string))
+
+//go:linkname rtSetSceneRefHook runtime.matrixSetSceneRefHook
+func rtSetSceneRefHook(f func(d unsafe.Pointer, scene *string))
 
 //go:linkname rtAtExit runtime.matrixAtExit
 func rtAtExit(f func())

@@ -12,19 +12,22 @@ const linked = false
 // rtGo starts f on an ordinary goroutine.
 func rtGo(f func()) { go f() }
 
-func rtSetActive(uint32)                       {}
-func rtSetClock(bool)                          {}
-func rtGetNow() uint64                         { return 0 }
-func rtBoundNow() (int64, uint64)              { return 0, 0 }
-func rtSwapRing(unsafe.Pointer) unsafe.Pointer { return nil }
-func rtNamesHead() unsafe.Pointer              { return nil }
-func rtGoid() uint64                           { return 0 }
+func rtSetActive(uint32)                          {}
+func rtSetClock(bool)                             {}
+func rtGetNow() uint64                            { return 0 }
+func rtBoundNow() (int64, uint64)                 { return 0, 0 }
+func rtSwapRing(unsafe.Pointer) unsafe.Pointer    { return nil }
+func rtSpareSwap(p unsafe.Pointer) unsafe.Pointer { return p }
+func rtNamesHead() unsafe.Pointer                 { return nil }
+func rtGoid() uint64                              { return 0 }
 
 func rtEnter(uint32)            {}
 func rtExit(uint32)             {}
 func rtCurrent() unsafe.Pointer { return nil }
 func rtSetDispatchHooks(func(int, string) unsafe.Pointer, func(unsafe.Pointer, string), func(unsafe.Pointer, string)) {
 }
+
+func rtSetSceneRefHook(func(unsafe.Pointer, *string)) {}
 
 func rtAtExit(func()) {}
 

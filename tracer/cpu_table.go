@@ -3,6 +3,8 @@ package tracer
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/matrixgo/matrix/beat"
 )
 
 // A process CPU reading is a syscall (getrusage), about 0.5–1 µs: ten
@@ -14,15 +16,26 @@ import (
 // interval that differs from the dispatch by at most cpuMaxAge (1 % of the
 // threshold).
 
-// cpuBase is the origin of the monotonic times in cpuClock and cpuTable.
+// cpuBase is the origin of cpuNow in a plain build.
 var cpuBase = time.Now()
+
+// cpuNow reads the monotonic clock of the times in cpuClock and cpuTable:
+// the recorder's (beat.Nanotime), which gives a dispatch's beginning
+// without a time.Time (beat.Dispatch.StartNano), or in a plain build the
+// time since cpuBase.
+func cpuNow() time.Duration {
+	if beat.Linked() {
+		return time.Duration(beat.Nanotime())
+	}
+	return time.Since(cpuBase)
+}
 
 // cpuMaxAge is how old a cached reading may be for a dispatch beginning
 // now, for a slow-call threshold.
 func cpuMaxAge(threshold time.Duration) time.Duration { return threshold / 100 }
 
 // cpuReading is the process CPU time ns at the monotonic instant at
-// (since cpuBase).
+// (cpuNow).
 type cpuReading struct {
 	ns int64
 	at time.Duration
@@ -36,8 +49,8 @@ type cpuClock struct {
 	at  atomic.Int64
 }
 
-// read returns a reading taken within maxAge of the instant now (since
-// cpuBase), from the cache if it has one, else from a fresh syscall that
+// read returns a reading taken within maxAge of the instant now (cpuNow),
+// from the cache if it has one, else from a fresh syscall that
 // then refreshes the cache.
 func (c *cpuClock) read(now, maxAge time.Duration) (cpuReading, bool) {
 	if s := c.seq.Load(); s&1 == 0 && s != 0 {
@@ -52,7 +65,7 @@ func (c *cpuClock) read(now, maxAge time.Duration) (cpuReading, bool) {
 // refresh takes a fresh reading and publishes it unless another goroutine
 // is publishing one.
 func (c *cpuClock) refresh() (cpuReading, bool) {
-	at := time.Since(cpuBase)
+	at := cpuNow()
 	ns, ok := processCPU()
 	if !ok {
 		return cpuReading{}, false

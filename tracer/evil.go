@@ -143,11 +143,14 @@ type EvilMethodTracer struct {
 	repeats   atomic.Pointer[analysis.RepeatRule]
 	jobs      chan *evilJob
 	dropped   atomic.Uint64
-	cpu       cpuTable
-	clock     cpuClock
 
 	mu sync.Mutex
 	w  worker // the analysis goroutine
+
+	// Last: they hold no pointers, so that the collector, which scans the
+	// tracer up to its last pointer, need not look at them.
+	cpu   cpuTable
+	clock cpuClock
 }
 
 // NewEvilMethodTracer returns a slow-call tracer reporting dispatches that
@@ -232,7 +235,7 @@ func (t *EvilMethodTracer) DispatchBegin(d *beat.Dispatch) {
 		return
 	}
 	if goid := d.Goid(); goid != 0 {
-		if r, ok := t.clock.read(d.Start().Sub(cpuBase), cpuMaxAge(t.Threshold())); ok {
+		if r, ok := t.clock.read(time.Duration(d.StartNano()), cpuMaxAge(t.Threshold())); ok {
 			t.cpu.put(goid, r)
 		}
 	}
@@ -245,19 +248,20 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 	cost := d.Cost()
 	threshold := time.Duration(t.threshold.Load())
 	var v verdict
-	if st := t.scenes.Load(); st != nil && !d.Abandoned() {
+	abandoned := d.Abandoned()
+	if st := t.scenes.Load(); st != nil && !abandoned {
 		scene := d.Scene()
 		if scene == "" {
 			scene = d.Name()
 		}
-		v = st.observe(scene, cost, cost >= threshold, d.Start())
+		v = st.observe(scene, cost, cost >= threshold, d.StartNano())
 		if cost >= threshold {
 			v = verdict{report: true, why: "at least the threshold of " + msText(threshold)}
 		}
 	} else {
 		v.report = cost >= threshold
 	}
-	if !v.report || d.Abandoned() {
+	if !v.report || abandoned {
 		if cpuSupported {
 			t.cpu.release(d.Goid())
 		}

@@ -191,7 +191,7 @@ func TestCPUClockCaches(t *testing.T) {
 		t.Skip("no process CPU clock on " + runtime.GOOS)
 	}
 	var c cpuClock
-	now := time.Since(cpuBase)
+	now := cpuNow()
 	first, ok := c.read(now, 10*time.Millisecond)
 	if !ok || first.ns <= 0 {
 		t.Fatalf("first read %+v %v", first, ok)
@@ -205,7 +205,7 @@ func TestCPUClockCaches(t *testing.T) {
 	for x := 0; time.Now().Before(deadline); x++ {
 		_ = x * x
 	}
-	later := time.Since(cpuBase)
+	later := cpuNow()
 	fresh, _ := c.read(later, 10*time.Millisecond)
 	if fresh.at < later || fresh.ns <= first.ns {
 		t.Errorf("stale read %+v after busy 20ms (first %+v)", fresh, first)

@@ -137,9 +137,10 @@ type sceneCosts struct {
 	mu         sync.Mutex
 	cur, prev  [histBuckets]uint32
 	nCur, nOld int
-	minute     time.Time // start of the current rate-limit minute
-	reported   int       // reports taken for being slow in that minute
-	heldBack   uint64    // slow dispatches not reported since the last report
+	minute     int64  // start of the current rate-limit minute (monotonic ns)
+	minuteSet  bool   // minute has been set
+	reported   int    // reports taken for being slow in that minute
+	heldBack   uint64 // slow dispatches not reported since the last report
 }
 
 // sceneTable holds the estimates of every scene.
@@ -205,12 +206,13 @@ type verdict struct {
 	heldBack uint64
 }
 
-// observe records a dispatch of scene that took cost from start, and
-// decides whether it is slow for the scene; absolute says it is reported
-// anyway (over the threshold), so that it is only counted. It decides
-// before counting the dispatch, so that a dispatch is compared with the
-// ones before it.
-func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, start time.Time) verdict {
+// observe records a dispatch of scene that took cost from start, a
+// reading of the monotonic clock in nanoseconds (beat.Dispatch.StartNano),
+// and decides whether it is slow for the scene; absolute says it is
+// reported anyway (over the threshold), so that it is only counted. It
+// decides before counting the dispatch, so that a dispatch is compared
+// with the ones before it.
+func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, start int64) verdict {
 	s := t.stats(scene)
 	b := bucketOf(cost)
 	s.mu.Lock() // unlocked by hand at the one return: every dispatch comes here
@@ -228,9 +230,9 @@ func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, st
 			}
 		}
 		if v.report {
-			now := start.Add(cost) // its end: only a dispatch to report needs it
-			if now.Sub(s.minute) >= time.Minute {
-				s.minute, s.reported = now, 0
+			now := start + int64(cost) // its end
+			if !s.minuteSet || time.Duration(now-s.minute) >= time.Minute {
+				s.minute, s.minuteSet, s.reported = now, true, 0
 			}
 			if s.reported >= t.cfg.ReportsPerMinute {
 				v = verdict{}

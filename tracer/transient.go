@@ -13,4 +13,7 @@ func init() {
 	observe.MarkTransient((*EvilMethodTracer)(nil))
 	observe.MarkTransient((*SummaryTracer)(nil))
 	observe.MarkTransient((*StartupTracer)(nil))
+	// Their DispatchBegin does nothing: beat calls only DispatchEnd.
+	observe.MarkNoBegin((*SummaryTracer)(nil))
+	observe.MarkNoBegin((*StartupTracer)(nil))
 }

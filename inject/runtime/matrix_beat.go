@@ -412,6 +412,31 @@ func matrixBoundNow() (ns int64, ms uint64) {
 	return ns, matrixClockRaise(uint64(ns-matrixEpoch) / 1e6)
 }
 
+// matrixSpares holds a spare dispatch of beat's per P (by P id, for the
+// first len(matrixSpares) Ps), each on a cache line of its own: a server
+// ends a request's dispatch and begins the next one's on the same P most
+// of the time, and a swap here is a few instructions where a sync.Pool's
+// Get and Put pin the P and look the P's cache up.
+var matrixSpares [64]struct {
+	p unsafe.Pointer
+	_ [64 - goarch.PtrSize]byte
+}
+
+// matrixSpareSwap makes p the spare of the calling goroutine's P and
+// returns the one it replaces (nil if none). When the P has no slot, p
+// is not kept and is returned.
+//
+//go:linkname matrixSpareSwap
+func matrixSpareSwap(p unsafe.Pointer) unsafe.Pointer {
+	mp := acquirem() // the P stays this goroutine's until releasem
+	if id := mp.p.ptr().id; uint32(id) < uint32(len(matrixSpares)) {
+		s := &matrixSpares[id]
+		p, s.p = s.p, p
+	}
+	releasem(mp)
+	return p
+}
+
 //go:linkname matrixSwapRing
 func matrixSwapRing(p unsafe.Pointer) unsafe.Pointer {
 	gp := getg()
@@ -436,6 +461,14 @@ var (
 func matrixSetDispatchHooks(begin func(kind int, name string) unsafe.Pointer, end, scene func(d unsafe.Pointer, scene string)) {
 	matrixBeginHook, matrixEndHook, matrixSceneHook = begin, end, scene
 }
+
+// matrixSceneRefHook names the scene of a dispatch with a string that
+// never changes, by its address (see matrixDispatchRoute); beat installs
+// it when it starts.
+var matrixSceneRefHook func(d unsafe.Pointer, scene *string)
+
+//go:linkname matrixSetSceneRefHook
+func matrixSetSceneRefHook(f func(d unsafe.Pointer, scene *string)) { matrixSceneRefHook = f }
 
 // matrixDispatchBegin is never inlined: beat counts the frames above it to
 // find the frame that begins the dispatch (and must end it).
@@ -476,19 +509,22 @@ func matrixDispatchScene(scene string) {
 //go:linkname matrixDispatchRoute
 func matrixDispatchRoute(method, route string) {
 	d := getg().matrixBeat
-	h := matrixSceneHook
+	h := matrixSceneRefHook
 	if d == nil || h == nil {
 		return
 	}
 	p := uintptr(unsafe.Pointer(unsafe.StringData(route)))
 	i := (p ^ p>>9 ^ uintptr(len(route)) ^ uintptr(len(method))<<3) % uintptr(len(matrixRouteNames))
-	if e := (*matrixRouteName)(atomic.Loadp(unsafe.Pointer(&matrixRouteNames[i]))); e != nil && e.route == route && e.method == method {
-		h(d, e.scene)
-		return
+	// The route is compared by its bytes' address: e.route keeps them,
+	// so a string there with its length is the same. The method comes
+	// from each request (its own bytes), and is compared by value.
+	e := (*matrixRouteName)(atomic.Loadp(unsafe.Pointer(&matrixRouteNames[i])))
+	if e == nil || unsafe.StringData(e.route) != unsafe.StringData(route) || len(e.route) != len(route) || e.method != method {
+		e = &matrixRouteName{method: method, route: route, scene: concatstring3(nil, method, " ", route)}
+		atomicstorep(unsafe.Pointer(&matrixRouteNames[i]), unsafe.Pointer(e))
 	}
-	e := &matrixRouteName{method: method, route: route, scene: concatstring3(nil, method, " ", route)}
-	atomicstorep(unsafe.Pointer(&matrixRouteNames[i]), unsafe.Pointer(e))
-	h(d, e.scene)
+	// e never changes: the dispatch keeps a pointer to its scene.
+	h(d, &e.scene)
 }
 
 // matrixRouteName is the scene of the requests of method that matched
@@ -624,7 +660,9 @@ func matrixFrame(skip int, pcs []uintptr) (depth, entry uintptr, n int) {
 			fpDepth = gp.stack.hi - (rec + 2*goarch.PtrSize)
 			i := (fpPC ^ fpPC>>10) % uintptr(len(matrixFrameCache))
 			if s := (*matrixFrameSite)(atomic.Loadp(unsafe.Pointer(&matrixFrameCache[i]))); s != nil && s.pc == fpPC {
-				copy(pcs, s.pcs[:])
+				// pcs holds exactly s.pcs (checked above): an array
+				// copy, without a call of memmove.
+				*(*[len(matrixFrameSite{}.pcs)]uintptr)(pcs) = s.pcs
 				return fpDepth, s.entry, s.n
 			}
 		}
