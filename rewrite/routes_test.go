@@ -248,14 +248,7 @@ func TestPatchRoutesGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var astFiles []*ast.File
-	for _, f := range files {
-		af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		astFiles = append(astFiles, af)
-	}
+	astFiles := parseFiles(t, fset, files)
 	conf := types.Config{Importer: grpcImporter{transport: tp, std: importer.Default()}}
 	if _, err := conf.Check("grpc", fset, astFiles, nil); err != nil {
 		t.Errorf("the patched package does not type-check: %v", err)
@@ -449,6 +442,15 @@ func TestPatchRoutesNamesUnmatchedOnce(t *testing.T) {
 func typeCheck(t *testing.T, pkg string, files []string) (*token.FileSet, []*ast.File, error) {
 	t.Helper()
 	fset := token.NewFileSet()
+	astFiles := parseFiles(t, fset, files)
+	_, err := (&types.Config{Importer: importer.Default()}).Check(pkg, fset, astFiles, nil)
+	return fset, astFiles, err
+}
+
+// parseFiles parses files into fset with their comments, failing the test
+// if one does not parse.
+func parseFiles(t *testing.T, fset *token.FileSet, files []string) []*ast.File {
+	t.Helper()
 	var astFiles []*ast.File
 	for _, f := range files {
 		af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
@@ -457,6 +459,5 @@ func typeCheck(t *testing.T, pkg string, files []string) (*token.FileSet, []*ast
 		}
 		astFiles = append(astFiles, af)
 	}
-	_, err := (&types.Config{Importer: importer.Default()}).Check(pkg, fset, astFiles, nil)
-	return fset, astFiles, err
+	return astFiles
 }

@@ -16,29 +16,27 @@ import (
 	"sync"
 )
 
-// transient holds the marked types (reflect.Type → struct{}).
-var transient sync.Map
+// typeSet is a set of dynamic types, safe for concurrent use.
+type typeSet struct{ m sync.Map } // reflect.Type → struct{}
+
+func (s *typeSet) add(o any)      { s.m.Store(reflect.TypeOf(o), struct{}{}) }
+func (s *typeSet) has(o any) bool { _, ok := s.m.Load(reflect.TypeOf(o)); return ok }
+
+// transient and noBegin hold the types marked by MarkTransient and
+// MarkNoBegin.
+var transient, noBegin typeSet
 
 // MarkTransient marks the dynamic type of o (a nil pointer of the type
 // will do) as keeping no dispatch past the calls that hand it one.
-func MarkTransient(o any) { transient.Store(reflect.TypeOf(o), struct{}{}) }
+func MarkTransient(o any) { transient.add(o) }
 
 // Transient reports whether the dynamic type of o was marked.
-func Transient(o any) bool {
-	_, ok := transient.Load(reflect.TypeOf(o))
-	return ok
-}
-
-// noBegin holds the types marked by MarkNoBegin (reflect.Type → struct{}).
-var noBegin sync.Map
+func Transient(o any) bool { return transient.has(o) }
 
 // MarkNoBegin marks the dynamic type of o (a nil pointer of the type will
 // do) as an observer whose DispatchBegin does nothing: beat then does not
 // call it, a call less on every dispatch.
-func MarkNoBegin(o any) { noBegin.Store(reflect.TypeOf(o), struct{}{}) }
+func MarkNoBegin(o any) { noBegin.add(o) }
 
 // NoBegin reports whether the dynamic type of o was marked by MarkNoBegin.
-func NoBegin(o any) bool {
-	_, ok := noBegin.Load(reflect.TypeOf(o))
-	return ok
-}
+func NoBegin(o any) bool { return noBegin.has(o) }
