@@ -69,7 +69,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cfg.toolPath = rest[0]
 		err = toolexec(cfg, rest, stdin, stdout, stderr)
 	case isCCQuery(rest):
-		err = runTool(rest, stdin, stdout, stderr)
+		err = ccQuery(rest, stdin, stdout, stderr)
 	default:
 		err = command(cfg, rest, stdin, stdout, stderr)
 	}
@@ -98,9 +98,9 @@ func isToolPath(arg string) bool {
 // isCCQuery reports whether args is cmd/go asking the C compiler for its
 // version through the -toolexec command ("gcc -### -x c -c -"), which it
 // does for the cache key of every cgo package, with the compiler's name as
-// CC gives it (often not a path). The answer is the compiler's own: a
-// failure would put matrixexec's message in the key instead, and a new C
-// compiler would not rebuild cgo packages.
+// CC gives it (often not a path). The answer is the compiler's own (see
+// ccQuery): a failure would put matrixexec's message in the key instead,
+// and a new C compiler would not rebuild cgo packages.
 func isCCQuery(args []string) bool {
 	return len(args) > 1 && args[1] == "-###"
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/statcache"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 )
@@ -115,7 +116,7 @@ func toolVersion(cfg *config, args []string, stdout, stderr io.Writer) error {
 // cmd/go keys its own file hashes. Without a usable cache directory the
 // tool is run every time.
 func cachedToolLine(args []string, stderr io.Writer) (string, error) {
-	cache, b := derivedCache("toolid", args[0])
+	cache, b := statcache.Lookup(statcache.NewKey("toolid").File(args[0]))
 	if len(b) > 0 {
 		return string(b), nil
 	}
@@ -124,47 +125,67 @@ func cachedToolLine(args []string, stderr io.Writer) (string, error) {
 		return "", err
 	}
 	line := strings.TrimRight(out.String(), "\n")
-	if cache != "" {
-		writeCacheFile(cache, []byte(line))
-	}
+	statcache.Write(cache, []byte(line))
 	return line, nil
 }
 
-// derivedCache returns the cache file of a value derived from the file at
-// path, named by kind and keyed by the file's path, size and modification
-// time, and its content if it holds one. The file is "" when there is no
-// usable cache directory.
-func derivedCache(kind, path string) (file string, content []byte) {
-	fi, err := os.Stat(path)
+// ccQueryEnv lists the environment variables that can change a C
+// compiler driver's answer to "-###": the language of its messages (cmd/go
+// sets LC_ALL=C) and where it looks for the programs it would run.
+var ccQueryEnv = []string{"LC_ALL", "LC_MESSAGES", "LANG", "GCC_EXEC_PREFIX", "COMPILER_PATH"}
+
+// ccQuery answers cmd/go's question to the C compiler ("gcc -### -x c -c
+// -"), which it asks through the -toolexec command on every build with a
+// cgo package. The answer is the compiler's own, kept in the user's cache
+// directory like the Go tools' lines: keyed by the compiler's resolved
+// path, size and modification time, the arguments and ccQueryEnv. A
+// compiler that fails, or that cannot be found, is run every time, so
+// that its error reaches cmd/go.
+func ccQuery(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	path, err := exec.LookPath(args[0])
 	if err != nil {
-		return "", nil
+		return runTool(args, stdin, stdout, stderr)
 	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", nil
+	key := statcache.NewKey("ccquery").File(path).String(strings.Join(args[1:], "\x00"))
+	for _, v := range ccQueryEnv {
+		key.String(v + "=" + os.Getenv(v))
 	}
-	key := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano()))
-	file = filepath.Join(dir, "matrixexec", kind+"-"+hex.EncodeToString(key[:12]))
-	content, _ = os.ReadFile(file)
-	return file, content
+	cache, b := statcache.Lookup(key)
+	if out, errOut, ok := splitCCAnswer(b); ok {
+		if _, err := io.WriteString(stdout, out); err != nil {
+			return err
+		}
+		_, err := io.WriteString(stderr, errOut)
+		return err
+	}
+	var out, errOut bytes.Buffer
+	if err := runTool(args, stdin, &out, &errOut); err != nil {
+		stdout.Write(out.Bytes())
+		stderr.Write(errOut.Bytes())
+		return err
+	}
+	statcache.Write(cache, joinCCAnswer(out.String(), errOut.String()))
+	if _, err := stdout.Write(out.Bytes()); err != nil {
+		return err
+	}
+	_, err = stderr.Write(errOut.Bytes())
+	return err
 }
 
-// writeCacheFile writes a cache entry atomically (a temporary file renamed
-// into place), ignoring errors: a cache that cannot be written is a slower
-// build, not a failed one.
-func writeCacheFile(path string, data []byte) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return
+// joinCCAnswer encodes a compiler's two outputs as one cache entry: the
+// length of the standard output on the first line, then both.
+func joinCCAnswer(stdout, stderr string) []byte {
+	return []byte(strconv.Itoa(len(stdout)) + "\n" + stdout + stderr)
+}
+
+// splitCCAnswer decodes an entry of joinCCAnswer.
+func splitCCAnswer(b []byte) (stdout, stderr string, ok bool) {
+	head, rest, found := strings.Cut(string(b), "\n")
+	n, err := strconv.Atoi(head)
+	if !found || err != nil || n < 0 || n > len(rest) {
+		return "", "", false
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
-		os.Remove(f.Name())
-	}
+	return rest[:n], rest[n:], true
 }
 
 // configHash hashes what the rewritten output depends on besides the
@@ -211,7 +232,7 @@ var selfHash = sync.OnceValues(func() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locate matrixexec: %w", err)
 	}
-	cache, b := derivedCache("self", exe)
+	cache, b := statcache.Lookup(statcache.NewKey("self").File(exe))
 	if len(b) == sha256.Size {
 		return b, nil
 	}
@@ -219,9 +240,7 @@ var selfHash = sync.OnceValues(func() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cache != "" {
-		writeCacheFile(cache, sum)
-	}
+	statcache.Write(cache, sum)
 	return sum, nil
 })
 
@@ -250,5 +269,3 @@ func version() string {
 	}
 	return "dev"
 }
-
-var _ = strconv.Itoa
