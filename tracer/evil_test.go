@@ -72,6 +72,10 @@ func TestEvilIssueContent(t *testing.T) {
 		"process":    c["process"],
 		"id":         is.ID,
 		"frames":     c["frames"],
+		"goVersion":  runtime.Version(),
+	}
+	if h := hostName(); h != "" {
+		want["hostName"] = h
 	}
 	for k, v := range want {
 		if k == "frames" {

@@ -20,6 +20,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,11 @@ const (
 	KeyTime = "time"
 	// KeyID is the issue's unique id (a random UUID).
 	KeyID = "id"
+	// KeyHostName is the host's name (os.Hostname), left out when unknown.
+	KeyHostName = "hostName"
+	// KeyGoVersion is the Go release the program was built with
+	// (runtime.Version).
+	KeyGoVersion = "goVersion"
 )
 
 // Issue is one report, Matrix's Issue: a tag saying which tracer made it,
@@ -93,11 +99,13 @@ type Issue struct {
 }
 
 // NewIssue returns an issue with the fields every issue carries added to
-// content (which it takes over; nil is fine): tag, process, pid, id and
-// time, which is at in RFC 3339 with nanoseconds, or now if at is zero.
+// content (which it takes over; nil is fine): tag, process, pid, id,
+// hostName, goVersion and time, which is at in RFC 3339 with nanoseconds,
+// or now if at is zero. (The process's fields make a report file enough
+// for an exporter to name the process as a live one would.)
 func NewIssue(tag, key string, at time.Time, content map[string]any) Issue {
 	if content == nil {
-		content = make(map[string]any, 5)
+		content = make(map[string]any, 7)
 	}
 	if at.IsZero() {
 		at = time.Now()
@@ -108,8 +116,18 @@ func NewIssue(tag, key string, at time.Time, content map[string]any) Issue {
 	content[KeyPID] = os.Getpid()
 	content[KeyTime] = at.Format(time.RFC3339Nano)
 	content[KeyID] = id
+	if h := hostName(); h != "" {
+		content[KeyHostName] = h
+	}
+	content[KeyGoVersion] = runtime.Version()
 	return Issue{Tag: tag, Key: key, ID: id, Content: content}
 }
+
+// hostName is the host's name, "" when the system does not say.
+var hostName = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
 
 // processName is the base name of the executable.
 var processName = sync.OnceValue(func() string {

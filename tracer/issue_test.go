@@ -5,6 +5,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,12 @@ func TestNewIssueCommonFields(t *testing.T) {
 		"time":    "2025-03-04T05:06:07.000000089Z",
 		"detail":  DetailNormal,
 		"id":      is.ID,
+		// The process's host and Go release: a report file alone
+		// describes the process that wrote it.
+		"goVersion": runtime.Version(),
+	}
+	if h, _ := os.Hostname(); h != "" {
+		want["hostName"] = h
 	}
 	for k, v := range want {
 		if c[k] != v {

@@ -42,13 +42,17 @@ func TestJSONListenerOneObjectPerLine(t *testing.T) {
 		t.Fatalf("got %d lines, want 2:\n%s", len(lines), buf.String())
 	}
 	m := lines[0]
-	for _, k := range []string{"tag", "process", "pid", "time", "id", "detail", "cost", "stack", "stackKey", "recorded", "threadId", "frames"} {
+	keys := []string{"tag", "process", "pid", "time", "id", "goVersion", "detail", "cost", "stack", "stackKey", "recorded", "threadId", "frames"}
+	if hostName() != "" {
+		keys = append(keys, "hostName")
+	}
+	for _, k := range keys {
 		if _, ok := m[k]; !ok {
 			t.Errorf("line 1 lacks %q: %v", k, m)
 		}
 	}
-	if len(m) != 12 {
-		t.Errorf("line 1 has %d fields, want exactly the content's 12: %v", len(m), m)
+	if len(m) != len(keys) {
+		t.Errorf("line 1 has %d fields, want exactly the content's %d: %v", len(m), len(keys), m)
 	}
 	if m["tag"] != TagEvilMethod || m["cost"] != 812.0 || m["stack"] != "0,1048574,1,812\n1,5,1,800\n" || m["id"] != is1.ID || m["recorded"] != true {
 		t.Errorf("line 1 = %v", m)

@@ -38,7 +38,7 @@ func TestReportContent(t *testing.T) {
 	}
 	var extra []string
 	for k := range is.Content {
-		if _, ok := want[k]; !ok && k != KeyTag && k != KeyProcess && k != KeyPID && k != KeyTime && k != KeyID {
+		if _, ok := want[k]; !ok && !slices.Contains(issueKeys, k) {
 			extra = append(extra, k)
 		}
 	}
@@ -58,6 +58,9 @@ func TestReportContent(t *testing.T) {
 		}
 	}
 }
+
+// issueKeys are the content keys NewIssue adds to every issue.
+var issueKeys = []string{KeyTag, KeyProcess, KeyPID, KeyTime, KeyID, KeyHostName, KeyGoVersion}
 
 // TestAddNote: a note explaining a missing tree goes before the report's
 // own note.

@@ -77,9 +77,10 @@ func version() string {
 // res's detected attributes, the report's process.pid and
 // process.executable.name, the telemetry.sdk.* attributes, then
 // OTEL_RESOURCE_ATTRIBUTES over them, and service.name. Without detected
-// attributes (a report file), service.instance.id is derived from the
-// report's process and pid, so that exporting it again gives the same
-// resource.
+// attributes (a report file), the report stands for them: host.name and
+// process.runtime.* are the report's hostName and goVersion, and
+// service.instance.id is derived from its process and pid, so that
+// exporting it again gives the same resource.
 func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
 	var attrs []KeyValue
 	index := map[string]int{}
@@ -97,9 +98,19 @@ func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
 	for _, kv := range res.Detected {
 		set(kv)
 	}
-	if _, ok := index["service.instance.id"]; !ok && r.Process != "" {
-		h := sha256.Sum256([]byte("instance/" + r.Process + "/" + strconv.FormatInt(r.PID, 10)))
-		set(str("service.instance.id", uuidv4.Format([16]byte(h[:16]))))
+	if res.Detected == nil {
+		// A report file: its process is described by the report.
+		if r.Process != "" {
+			h := sha256.Sum256([]byte("instance/" + r.Process + "/" + strconv.FormatInt(r.PID, 10)))
+			set(str("service.instance.id", uuidv4.Format([16]byte(h[:16]))))
+		}
+		if r.HostName != "" {
+			set(str("host.name", r.HostName))
+		}
+		if r.GoVersion != "" {
+			set(str("process.runtime.name", "go"))
+			set(str("process.runtime.version", r.GoVersion))
+		}
 	}
 	set(str("process.executable.name", r.Process))
 	set(integer("process.pid", r.PID))

@@ -35,6 +35,8 @@ type Report struct {
 	Time        string  `json:"time"`
 	Process     string  `json:"process"`
 	PID         int64   `json:"pid"`
+	HostName    string  `json:"hostName"`
+	GoVersion   string  `json:"goVersion"`
 	Detail      string  `json:"detail"`
 	Cost        int64   `json:"cost"`
 	Stack       string  `json:"stack"`
