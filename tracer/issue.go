@@ -72,6 +72,12 @@ const (
 	KeyGoVersion = "goVersion"
 )
 
+// IssueKeys returns the content keys NewIssue adds to every issue (the
+// Key* constants).
+func IssueKeys() []string {
+	return []string{KeyTag, KeyProcess, KeyPID, KeyTime, KeyID, KeyHostName, KeyGoVersion}
+}
+
 // Issue is one report, Matrix's Issue: a tag saying which tracer made it,
 // a key that clusters similar incidents (the stack key for slow calls), and
 // the content, which a listener writes out as it is.

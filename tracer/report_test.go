@@ -38,7 +38,7 @@ func TestReportContent(t *testing.T) {
 	}
 	var extra []string
 	for k := range is.Content {
-		if _, ok := want[k]; !ok && !slices.Contains(issueKeys, k) {
+		if _, ok := want[k]; !ok && !slices.Contains(IssueKeys(), k) {
 			extra = append(extra, k)
 		}
 	}
@@ -58,9 +58,6 @@ func TestReportContent(t *testing.T) {
 		}
 	}
 }
-
-// issueKeys are the content keys NewIssue adds to every issue.
-var issueKeys = []string{KeyTag, KeyProcess, KeyPID, KeyTime, KeyID, KeyHostName, KeyGoVersion}
 
 // TestAddNote: a note explaining a missing tree goes before the report's
 // own note.

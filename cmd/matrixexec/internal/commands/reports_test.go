@@ -15,7 +15,7 @@ func TestReportNamesAreTheTracers(t *testing.T) {
 	for name := range testgo.JSONNames(tracer.SummaryReport{}) {
 		written[name] = true // diff reads summaries
 	}
-	for _, k := range []string{tracer.KeyTag, tracer.KeyProcess, tracer.KeyPID, tracer.KeyTime, tracer.KeyID} {
+	for _, k := range tracer.IssueKeys() {
 		written[k] = true
 	}
 	for reader, fields := range map[string]any{"the viewing commands": report{}, "export": otlp.Report{}} {
