@@ -79,6 +79,8 @@ func showIssue(w io.Writer, is map[string]any, repeat *tracer.RepeatFields, node
 			switch k {
 			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack", "repeat":
 				continue
+			case tracer.KeyHostName, tracer.KeyGoVersion:
+				continue // the process's, the same in every report it wrote
 			}
 			rest = append(rest, fmt.Sprintf("%s=%v", k, compact(v)))
 		}

@@ -708,3 +708,19 @@ func TestBoundViews(t *testing.T) {
 		t.Errorf("the stack key blames %q", blamed)
 	}
 }
+
+// TestShowStartupFields: a report without a tree (a start-up) shows its
+// fields on one line, sorted, without the host and Go release, which are
+// the process's and the same in every report it wrote.
+func TestShowStartupFields(t *testing.T) {
+	in := `{"tag":"Trace_StartUp","scene":"http","startup_duration":12,"application_create":11,"is_warm_start_up":false,` +
+		`"process":"shop","pid":7,"id":"x1","time":"2026-11-26T07:54:30Z","hostName":"build-host-7","goVersion":"go1.26.8"}` + "\n"
+	code, out, errs := mx(t, in, "show")
+	if code != 0 {
+		t.Fatalf("show: exit %d: %s", code, errs)
+	}
+	want := "Trace_StartUp  scene=\"http\"\n  application_create=11 id=x1 is_warm_start_up=false pid=7 process=shop startup_duration=12 time=2026-11-26T07:54:30Z\n"
+	if !strings.HasPrefix(out, want) {
+		t.Errorf("show:\n%s\nwant it to begin\n%s", out, want)
+	}
+}
