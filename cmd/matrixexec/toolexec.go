@@ -151,24 +151,21 @@ func ccQuery(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		key.String(v + "=" + os.Getenv(v))
 	}
 	cache, b := statcache.Lookup(key)
-	if out, errOut, ok := splitCCAnswer(b); ok {
-		if _, err := io.WriteString(stdout, out); err != nil {
+	out, errOut, ok := splitCCAnswer(b)
+	if !ok {
+		var o, e bytes.Buffer
+		if err := runTool(args, stdin, &o, &e); err != nil {
+			stdout.Write(o.Bytes())
+			stderr.Write(e.Bytes())
 			return err
 		}
-		_, err := io.WriteString(stderr, errOut)
+		out, errOut = o.String(), e.String()
+		statcache.Write(cache, joinCCAnswer(out, errOut))
+	}
+	if _, err := io.WriteString(stdout, out); err != nil {
 		return err
 	}
-	var out, errOut bytes.Buffer
-	if err := runTool(args, stdin, &out, &errOut); err != nil {
-		stdout.Write(out.Bytes())
-		stderr.Write(errOut.Bytes())
-		return err
-	}
-	statcache.Write(cache, joinCCAnswer(out.String(), errOut.String()))
-	if _, err := stdout.Write(out.Bytes()); err != nil {
-		return err
-	}
-	_, err = stderr.Write(errOut.Bytes())
+	_, err = io.WriteString(stderr, errOut)
 	return err
 }
 

@@ -49,7 +49,13 @@ func Detect() []KeyValue {
 	if h, err := os.Hostname(); err == nil && h != "" {
 		out = append(out, str("host.name", h))
 	}
-	return append(out, str("process.runtime.name", "go"), str("process.runtime.version", runtime.Version()))
+	return append(out, runtimeAttrs(runtime.Version())...)
+}
+
+// runtimeAttrs returns the process.runtime.* attributes of a program built
+// with Go release version.
+func runtimeAttrs(version string) []KeyValue {
+	return []KeyValue{str("process.runtime.name", "go"), str("process.runtime.version", version)}
 }
 
 // version is this module's version in the running binary, or "devel".
@@ -76,9 +82,9 @@ func version() string {
 // r and the exporter's scope (name, version, schema URL). The resource is
 // res's detected attributes, the report's process.pid and
 // process.executable.name, the telemetry.sdk.* attributes, then
-// OTEL_RESOURCE_ATTRIBUTES over them, and service.name. Without detected
-// attributes (a report file), the report stands for them: host.name and
-// process.runtime.* are the report's hostName and goVersion, and
+// OTEL_RESOURCE_ATTRIBUTES over them, and service.name. What was not
+// detected (everything, for a report file) comes from the report: host.name
+// and process.runtime.* are its hostName and goVersion, and
 // service.instance.id is derived from its process and pid, so that
 // exporting it again gives the same resource.
 func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
@@ -98,19 +104,23 @@ func NewResourceSpans(r *Report, res Resource, spans []Span) *ResourceSpans {
 	for _, kv := range res.Detected {
 		set(kv)
 	}
-	if res.Detected == nil {
-		// A report file: its process is described by the report.
-		if r.Process != "" {
-			h := sha256.Sum256([]byte("instance/" + r.Process + "/" + strconv.FormatInt(r.PID, 10)))
-			set(str("service.instance.id", uuidv4.Format([16]byte(h[:16]))))
+	// What was not detected (all of it for a report file) the report says.
+	fill := func(kvs ...KeyValue) {
+		if _, ok := index[kvs[0].Key]; !ok {
+			for _, kv := range kvs {
+				set(kv)
+			}
 		}
-		if r.HostName != "" {
-			set(str("host.name", r.HostName))
-		}
-		if r.GoVersion != "" {
-			set(str("process.runtime.name", "go"))
-			set(str("process.runtime.version", r.GoVersion))
-		}
+	}
+	if r.Process != "" {
+		h := sha256.Sum256([]byte("instance/" + r.Process + "/" + strconv.FormatInt(r.PID, 10)))
+		fill(str("service.instance.id", uuidv4.Format([16]byte(h[:16]))))
+	}
+	if r.HostName != "" {
+		fill(str("host.name", r.HostName))
+	}
+	if r.GoVersion != "" {
+		fill(runtimeAttrs(r.GoVersion)...)
 	}
 	set(str("process.executable.name", r.Process))
 	set(integer("process.pid", r.PID))
