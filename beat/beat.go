@@ -20,6 +20,7 @@ package beat
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,8 +97,21 @@ type recorder struct {
 	size int
 
 	mu      sync.Mutex
-	free    [][]uint64 // idle buffers
-	buffers int        // buffers allocated and not released
+	buffers int // buffers allocated and not released
+
+	// free holds the idle buffers, by the P that returned them (see
+	// getBuffer): P i keeps them in free[i&(nfree-1)]. nfree is the
+	// number of Ps at Start, to a power of two, at most runShardN.
+	free  [runShardN]bufShard
+	nfree uint32
+}
+
+// bufShard is the idle buffers one P returned: 128 bytes, so that no two
+// shards share a cache line.
+type bufShard struct {
+	mu sync.Mutex
+	bs [][]uint64
+	_  [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof([][]uint64{})]byte
 }
 
 var (
@@ -109,8 +123,6 @@ var (
 	observers atomic.Pointer[observerList]
 	obsMu     sync.Mutex
 
-	running   sync.Mutex
-	runList   dispatchList
 	notRec    atomic.Uint64
 	dispatchN atomic.Uint64
 )
@@ -141,7 +153,7 @@ func Start(cfg Config) error {
 	if cfg.ChildBufferSize <= 0 {
 		cfg.ChildBufferSize = DefaultChildBufferSize
 	}
-	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize)}
+	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize), nfree: uint32(min(pow2(runtime.GOMAXPROCS(0)), runShardN))}
 	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, 1<<30)))
 	rtSetClock(true)
 	cur.Store(r)
@@ -173,8 +185,13 @@ func Stop() {
 	cur.Store(nil)
 	rtSetClock(false)
 	r.mu.Lock()
-	r.buffers -= len(r.free)
-	r.free = nil
+	for i := range r.free {
+		sh := &r.free[i]
+		sh.mu.Lock()
+		r.buffers -= len(sh.bs)
+		sh.bs = nil
+		sh.mu.Unlock()
+	}
 	r.mu.Unlock()
 }
 
@@ -224,16 +241,29 @@ func Epoch() time.Time {
 }
 
 // getBuffer takes an idle buffer, or makes one if there are fewer than
-// MaxBuffers. Every recorded dispatch takes one: the lock is released by
-// hand, without a deferred call.
+// MaxBuffers. Every recorded dispatch takes one, and returns it as it ends
+// (putBuffer): the idle buffers are kept by the P that returned them, so
+// that a server's Ps, each taking and returning a buffer per request, do
+// not take turns on one lock. A P with none takes one another P keeps
+// before it makes one. The locks are released by hand, without a deferred
+// call.
 func (r *recorder) getBuffer() []uint64 {
-	r.mu.Lock()
-	if n := len(r.free); n > 0 {
-		b := r.free[n-1]
-		r.free = r.free[:n-1]
-		r.mu.Unlock()
+	if b := r.free[rtProcID()&(r.nfree-1)].pop(); b != nil {
 		return b
 	}
+	return r.getBufferSlow()
+}
+
+// getBufferSlow is getBuffer when the calling P keeps no idle buffer.
+//
+//go:noinline
+func (r *recorder) getBufferSlow() []uint64 {
+	for i := range r.nfree {
+		if b := r.free[i].pop(); b != nil {
+			return b
+		}
+	}
+	r.mu.Lock()
 	if r.buffers >= r.cfg.MaxBuffers {
 		r.mu.Unlock()
 		return nil
@@ -243,18 +273,35 @@ func (r *recorder) getBuffer() []uint64 {
 	return make([]uint64, r.size)
 }
 
+// pop takes an idle buffer of the shard, or returns nil.
+func (sh *bufShard) pop() []uint64 {
+	sh.mu.Lock()
+	n := len(sh.bs)
+	if n == 0 {
+		sh.mu.Unlock()
+		return nil
+	}
+	b := sh.bs[n-1]
+	sh.bs = sh.bs[:n-1]
+	sh.mu.Unlock()
+	return b
+}
+
 // putBuffer returns a buffer in which n records were written. The records
 // are cleared, so that a reader of the next dispatch to use it can never
 // see one of them.
 func (r *recorder) putBuffer(b []uint64, n uint64) {
 	clear(b[:min(n, uint64(len(b)))])
-	r.mu.Lock()
 	if cur.Load() != r || len(b) != r.size {
+		r.mu.Lock()
 		r.buffers-- // stopped or resized: let it go
-	} else {
-		r.free = append(r.free, b)
+		r.mu.Unlock()
+		return
 	}
-	r.mu.Unlock()
+	sh := &r.free[rtProcID()&(r.nfree-1)]
+	sh.mu.Lock()
+	sh.bs = append(sh.bs, b)
+	sh.mu.Unlock()
 }
 
 // Stats are the recorder's counters.
@@ -296,9 +343,12 @@ func ReadStats() Stats {
 		s.Buffers, s.BufferBytes, s.MaxBuffers = r.buffers, r.size*8, r.cfg.MaxBuffers
 		r.mu.Unlock()
 	}
-	running.Lock()
-	s.Running = runList.n
-	running.Unlock()
+	for i := range runShards {
+		sh := &runShards[i]
+		sh.mu.Lock()
+		s.Running += sh.list.n
+		sh.mu.Unlock()
+	}
 	return s
 }
 
@@ -470,9 +520,9 @@ func Current() *Dispatch {
 // Dispatches that were abandoned are finished first, and never passed to f.
 func Running(f func(d *Dispatch)) {
 	reap()
-	running.Lock()
-	defer running.Unlock()
-	for d := runList.head; d != nil; d = d.next {
+	lockRunning()
+	defer unlockRunning()
+	for _, d := range allRunning() {
 		if atomic.LoadUint32(&d.ring.State) == abi.RingRunning {
 			d.keep() // before f can keep it, under the lock End takes
 			f(d)

@@ -2,7 +2,9 @@ package beat
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -754,4 +756,108 @@ func TestDispatchStart(t *testing.T) {
 			t.Errorf("dispatch %d: Start and Cost disagree by %v", i, got-d.Cost())
 		}
 	}
+}
+
+// TestRunningOldestFirst: dispatches begun on many goroutines, and so on
+// several Ps (the running dispatches are kept per P), are each listed once,
+// oldest first, and counted.
+func TestRunningOldestFirst(t *testing.T) {
+	requireLinked(t)
+	capture(t, Config{})
+	const n = 32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	ids := make([]uint64, n)
+	shards := map[uint8]bool{}
+	for i := range n {
+		begun := make(chan *Dispatch)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := Begin(KindCustom, fmt.Sprint("job", i))
+			begun <- d
+			<-release
+			d.End()
+		}()
+		d := <-begun
+		ids[i] = d.ID()
+		shards[d.shard] = true
+		runtime.Gosched()
+	}
+	t.Logf("%d dispatches begun on %d Ps", n, len(shards))
+	mine := map[uint64]bool{}
+	for _, id := range ids {
+		mine[id] = true
+	}
+	var got []uint64
+	Running(func(d *Dispatch) {
+		if mine[d.ID()] {
+			got = append(got, d.ID())
+		}
+	})
+	running := ReadStats().Running
+	close(release)
+	wg.Wait()
+	if !slices.Equal(got, ids) {
+		t.Errorf("Running listed %v, want %v (oldest first), from %d shards", got, ids, len(shards))
+	}
+	if running < n {
+		t.Errorf("%d dispatches running, want at least %d", running, n)
+	}
+	if s := ReadStats(); s.Running != running-n {
+		t.Errorf("%d dispatches running after the %d ended, want %d", s.Running, n, running-n)
+	}
+}
+
+// TestBufferMovesBetweenPs: the idle buffers are kept by the P that
+// returned them, and a dispatch that begins on another P takes one from
+// there before it counts itself not recorded. Two goroutines that spin,
+// and so run on both Ps at once, take turns beginning and ending a
+// dispatch: with one buffer, every dispatch is recorded.
+func TestBufferMovesBetweenPs(t *testing.T) {
+	requireLinked(t)
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two Ps")
+	}
+	capture(t, Config{BufferSize: 64, MaxBuffers: 1})
+	before := ReadStats().NotRecorded
+	const n = 400
+	var turn atomic.Int32 // the next dispatch's number
+	var moved atomic.Int32
+	var lastP atomic.Uint32 // the P the buffer was last returned on
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := turn.Load()
+				if i >= n {
+					return
+				}
+				if int(i)%2 != w {
+					runtime.Gosched() // the other's turn
+					continue
+				}
+				d := Begin(KindCustom, fmt.Sprint("job", i))
+				if i > 0 && rtProcID() != lastP.Load() {
+					moved.Add(1)
+				}
+				d.End()
+				lastP.Store(rtProcID())
+				turn.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if moved.Load() == 0 {
+		t.Skip("every dispatch began on the P its buffer was returned on")
+	}
+	if got := ReadStats().NotRecorded - before; got != 0 {
+		t.Errorf("%d of %d dispatches not recorded (%d began on another P than the buffer's), want 0", got, n, moved.Load())
+	}
+	if s := ReadStats(); s.Buffers != 1 {
+		t.Errorf("%d buffers allocated, want 1", s.Buffers)
+	}
+	t.Logf("%d of %d dispatches began on another P than the one their buffer was returned on", moved.Load(), n)
 }

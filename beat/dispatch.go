@@ -1,6 +1,8 @@
 package beat
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +59,7 @@ type Dispatch struct {
 	relMu sync.RWMutex
 
 	prev, next *Dispatch
+	shard      uint8 // the runShards list it is on while it runs
 
 	// reusable says the dispatch was begun by a patched dispatch source
 	// (hookBegin), which holds the pointer only to end it: its memory may
@@ -147,7 +150,9 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	if r == nil {
 		return nil
 	}
-	reap()
+	if rtAbandoned() != reapedAbandoned.Load() || detachedDue() {
+		reapDue() // reap, written out: it is over the inliner's budget
+	}
 	var d *Dispatch
 	if reusable {
 		d = spareDispatch()
@@ -177,9 +182,11 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	d.ring.Outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
 
-	running.Lock()
-	runList.push(d)
-	running.Unlock()
+	d.shard = uint8(rtProcID() % runShardN)
+	sh := &runShards[d.shard]
+	sh.mu.Lock()
+	sh.list.push(d)
+	sh.mu.Unlock()
 	if p := observers.Load(); p != nil {
 		for _, o := range p.begins {
 			o.DispatchBegin(d)
@@ -333,9 +340,10 @@ func (d *Dispatch) onSlot() bool {
 // ended the dispatch with End on its own goroutine: no other goroutine
 // releases it (see release).
 func (d *Dispatch) finish(free, sole bool) {
-	running.Lock()
-	runList.remove(d)
-	running.Unlock()
+	sh := &runShards[d.shard]
+	sh.mu.Lock()
+	sh.list.remove(d)
+	sh.mu.Unlock()
 	d.countKids()
 	if p := observers.Load(); p != nil {
 		for _, o := range p.list {
@@ -423,19 +431,37 @@ var (
 
 // reap finishes the dispatches that the runtime abandoned (a recovered
 // panic unwound their beginning frames) and returns the buffers of
-// detached dispatches that no goroutine records into any more. It is cheap
-// when there is nothing to do: a load and a compare.
+// detached dispatches that no goroutine records into any more. Every
+// dispatch calls it as it begins: what it does when there is nothing to do
+// (two loads and compares) is inlined there, and the rest, reapDue, stays
+// out of the cache lines a server runs per request.
 func reap() {
+	if rtAbandoned() != reapedAbandoned.Load() || detachedDue() {
+		reapDue()
+	}
+}
+
+// detachedDue reports whether reap should look at the detached dispatches:
+// 100 ms after it last did, in record time (a load, no clock read).
+func detachedDue() bool {
+	last := detachedCheck.Load()
+	return last == 0 || int64(rtGetNow())-last >= 100
+}
+
+// reapDue is reap's work.
+//
+//go:noinline
+func reapDue() {
 	if n := rtAbandoned(); n != reapedAbandoned.Load() {
 		reapedAbandoned.Store(n)
 		var gone []*Dispatch
-		running.Lock()
-		for d := runList.head; d != nil; d = d.next {
+		lockRunning()
+		for _, d := range allRunning() {
 			if atomic.LoadUint32(&d.ring.State) == abi.RingAbandoned {
 				gone = append(gone, d)
 			}
 		}
-		running.Unlock()
+		unlockRunning()
 		for _, d := range gone {
 			abandoned.Add(1)
 			d.endAt(rtNanotime())
@@ -780,7 +806,52 @@ func (d *Dispatch) Reported(flag uint32) bool {
 	}
 }
 
-// dispatchList is the doubly linked list of running dispatches.
+// runShards hold the running dispatches, spread over the Ps by the P a
+// dispatch began on (rtProcID): a server begins and ends a dispatch for
+// every request on every P, and with one list under one lock the Ps took
+// turns writing the lock's cache line, twice a request. A shard takes 128
+// bytes, so that no two shards share a cache line.
+var runShards [runShardN]runShard
+
+type runShard struct {
+	mu   sync.Mutex
+	list dispatchList
+	_    [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(dispatchList{})]byte
+}
+
+// runShardN is the number of shards: a dispatch begun on P i goes to shard
+// i mod runShardN.
+const runShardN = 64
+
+// lockRunning locks every shard of runShards, in order: then no dispatch
+// begins or finishes until unlockRunning.
+func lockRunning() {
+	for i := range runShards {
+		runShards[i].mu.Lock()
+	}
+}
+
+func unlockRunning() {
+	for i := range runShards {
+		runShards[i].mu.Unlock()
+	}
+}
+
+// allRunning returns the dispatches of every shard, oldest first (by ID:
+// IDs are taken in the order dispatches begin). Call it with the shards
+// locked (lockRunning).
+func allRunning() []*Dispatch {
+	var all []*Dispatch
+	for i := range runShards {
+		for d := runShards[i].list.head; d != nil; d = d.next {
+			all = append(all, d)
+		}
+	}
+	slices.SortFunc(all, func(a, b *Dispatch) int { return cmp.Compare(a.id, b.id) })
+	return all
+}
+
+// dispatchList is the doubly linked list of running dispatches of a shard.
 type dispatchList struct {
 	head, tail *Dispatch
 	n          int

@@ -27,6 +27,9 @@ func rtBoundNow() (ns int64, ms uint64)
 //go:linkname rtSpareSwap runtime.matrixSpareSwap
 func rtSpareSwap(p unsafe.Pointer) unsafe.Pointer
 
+//go:linkname rtProcID runtime.matrixProcID
+func rtProcID() uint32
+
 //go:linkname rtSwapRing runtime.matrixSwapRing
 func rtSwapRing(p unsafe.Pointer) unsafe.Pointer
 

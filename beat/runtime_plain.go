@@ -18,6 +18,7 @@ func rtGetNow() uint64                            { return 0 }
 func rtBoundNow() (int64, uint64)                 { return 0, 0 }
 func rtSwapRing(unsafe.Pointer) unsafe.Pointer    { return nil }
 func rtSpareSwap(p unsafe.Pointer) unsafe.Pointer { return p }
+func rtProcID() uint32                            { return 0 }
 func rtNamesHead() unsafe.Pointer                 { return nil }
 func rtGoid() uint64                              { return 0 }
 

@@ -254,7 +254,7 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 		if scene == "" {
 			scene = d.Name()
 		}
-		v = st.observe(scene, cost, cost >= threshold, d.StartNano())
+		v = st.observe(scene, cost, cost >= threshold, d.StartNano(), d.Goid())
 		if cost >= threshold {
 			v = verdict{report: true, why: "at least the threshold of " + msText(threshold)}
 		}

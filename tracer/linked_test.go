@@ -463,7 +463,8 @@ func TestHotPathAllocs(t *testing.T) {
 }
 
 // BenchmarkFastDispatch measures a dispatch under the threshold with and
-// without the plugin's tracers observing it.
+// without the plugin's tracers observing it, and with them on every P at
+// once.
 func BenchmarkFastDispatch(b *testing.B) {
 	requireLinked(b)
 	run := func(b *testing.B) {
@@ -489,6 +490,24 @@ func BenchmarkFastDispatch(b *testing.B) {
 		}
 		defer p.Stop()
 		run(b)
+	})
+	// Every P at once, as a server's requests of one route: what the
+	// dispatches' shared state costs (-cpu 1,2,…).
+	b.Run("plugin-parallel", func(b *testing.B) {
+		p := NewTracePlugin(DefaultTraceConfig())
+		if err := p.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer p.Stop()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				d := beat.Begin(beat.KindCustom, "fast")
+				beat.Enter(idA)
+				beat.Exit(idA)
+				d.End()
+			}
+		})
 	})
 }
 

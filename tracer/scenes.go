@@ -38,11 +38,11 @@ import (
 // Window/2 to Window dispatches. Buckets are powers of two of a microsecond,
 // each split in four (at most 25 % wide, from 1 ms to 2^32 µs, 71 minutes), and the
 // percentile is the upper edge of its bucket: a dispatch is taken when it
-// is beyond that bucket. Recording a dispatch is a lock, a bucket increment
-// and a count; the percentile is computed only for a dispatch over the
-// floor. At most MaxScenes scenes have histograms of their own (2 × 93
-// counters of 4 bytes, under 1 KiB each: at most 256 KiB); the dispatches
-// of scenes beyond share one.
+// is beyond that bucket. Recording a fast dispatch is two atomic adds in a
+// shard (sceneShard); the percentile is computed only for a dispatch over
+// the floor. At most MaxScenes scenes have histograms of their own (2 × 93
+// counters of 4 bytes and 8 shards of 128 bytes, under 2 KiB each: at most
+// 512 KiB); the dispatches of scenes beyond share one.
 
 // Defaults of "slow for its scene".
 const (
@@ -141,6 +141,74 @@ type sceneCosts struct {
 	minuteSet  bool   // minute has been set
 	reported   int    // reports taken for being slow in that minute
 	heldBack   uint64 // slow dispatches not reported since the last report
+
+	// shards count the dispatches that cannot be slow for the scene (see
+	// sceneShard), apart from mu.
+	shards [sceneShards]sceneShard
+}
+
+// A server's route is dispatched on every core at once. Counted under the
+// scene's lock, each of its dispatches made the cores take turns writing
+// the lock's and the histogram's cache lines. So a dispatch that cannot be
+// slow for its scene (under the floor, or over the threshold and reported
+// anyway) and cost less than shardBuckets' edge (16 ms) is counted in one
+// of sceneShards shards, chosen by its goroutine, each on cache lines of
+// its own, with atomic adds; every shardBatch dispatches of a shard, and
+// before every decision, the shards' counts are folded into the histogram
+// under the lock. A decision then reads every dispatch counted before it.
+const (
+	sceneShards  = 8
+	shardBuckets = 1 + 4*bucketsPerOctave // costs under 2^14 µs, 16.4 ms
+	shardBatch   = 64
+)
+
+// sceneShard is one shard's counts: 128 bytes, so that no two shards
+// share a cache line.
+type sceneShard struct {
+	n   atomic.Uint32 // dispatches counted, ever: a fold every shardBatch
+	cnt [shardBuckets]atomic.Uint32
+	_   [128 - 4 - 4*shardBuckets]byte
+}
+
+// shardOf returns the shard of the dispatches of goroutine goid.
+func shardOf(goid uint64) uint64 { return (goid * 0x9E3779B97F4A7C15) >> 61 } // top 3 bits
+
+// fold moves the counts of shard sh into the current histogram. Call it
+// with s.mu held.
+func (s *sceneCosts) fold(sh *sceneShard, window int) {
+	for b := range sh.cnt {
+		if c := sh.cnt[b].Load(); c != 0 {
+			c = sh.cnt[b].Swap(0)
+			s.cur[b] += c
+			s.nCur += int(c)
+		}
+	}
+	s.rotate(window)
+}
+
+// foldAll folds every shard. Call it with s.mu held.
+func (s *sceneCosts) foldAll(window int) {
+	for i := range s.shards {
+		s.fold(&s.shards[i], window)
+	}
+}
+
+// rotate makes the current histogram the older one once it holds
+// Window/2 dispatches.
+func (s *sceneCosts) rotate(window int) {
+	if s.nCur >= window/2 {
+		s.prev, s.nOld = s.cur, s.nCur
+		s.cur, s.nCur = [histBuckets]uint32{}, 0
+	}
+}
+
+// samples returns the number of dispatches the estimate holds, its
+// shards' included.
+func (s *sceneCosts) samples(window int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.foldAll(window)
+	return s.nCur + s.nOld
 }
 
 // sceneTable holds the estimates of every scene.
@@ -212,12 +280,39 @@ type verdict struct {
 // reported anyway (over the threshold), so that it is only counted. It
 // decides before counting the dispatch, so that a dispatch is compared
 // with the ones before it.
-func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, start int64) verdict {
+func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, start int64, goid uint64) verdict {
 	s := t.stats(scene)
 	b := bucketOf(cost)
-	s.mu.Lock() // unlocked by hand at the one return: every dispatch comes here
+	if b < shardBuckets && (absolute || cost < t.floor) {
+		sh := &s.shards[shardOf(goid)]
+		sh.cnt[b].Add(1)
+		if sh.n.Add(1)%shardBatch == 0 {
+			s.foldShard(sh, t.cfg.Window)
+		}
+		return verdict{}
+	}
+	return t.decide(s, scene, b, cost, absolute, start)
+}
+
+// foldShard folds shard sh of s (fold) under s's lock.
+//
+//go:noinline
+func (s *sceneCosts) foldShard(sh *sceneShard, window int) {
+	s.mu.Lock()
+	s.fold(sh, window)
+	s.mu.Unlock()
+}
+
+// decide is observe for a dispatch the shards do not count: it may be slow
+// for its scene. Out of line, it stays out of the cache lines a server
+// runs for every fast request.
+//
+//go:noinline
+func (t *sceneTable) decide(s *sceneCosts, scene string, b int, cost time.Duration, absolute bool, start int64) verdict {
+	s.mu.Lock() // unlocked by hand at the one return
 	var v verdict
 	if cost >= t.floor && !absolute {
+		s.foldAll(t.cfg.Window)
 		n := s.nCur + s.nOld
 		switch {
 		case n < t.cfg.MinSamples:
@@ -245,10 +340,7 @@ func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, st
 	}
 	s.cur[b]++
 	s.nCur++
-	if s.nCur >= t.cfg.Window/2 {
-		s.prev, s.nOld = s.cur, s.nCur
-		s.cur, s.nCur = [histBuckets]uint32{}, 0
-	}
+	s.rotate(t.cfg.Window)
 	s.mu.Unlock()
 	return v
 }

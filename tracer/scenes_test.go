@@ -3,6 +3,7 @@ package tracer
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -35,10 +36,10 @@ func TestSlowForItsScene(t *testing.T) {
 	now := int64(1e6 * time.Second) // a reading of the monotonic clock
 	const scene = "GET /orders/{id}"
 	// Few samples: the floor alone.
-	if v := st.observe(scene, 300*time.Millisecond, false, now); !v.report || !strings.Contains(v.why, "floor of 100 ms (0 earlier GET /orders/{id})") {
+	if v := st.observe(scene, 300*time.Millisecond, false, now, 1); !v.report || !strings.Contains(v.why, "floor of 100 ms (0 earlier GET /orders/{id})") {
 		t.Fatalf("first slow dispatch: %+v", v)
 	}
-	if v := st.observe(scene, 50*time.Millisecond, false, now); v.report {
+	if v := st.observe(scene, 50*time.Millisecond, false, now, 1); v.report {
 		t.Fatalf("a dispatch under the floor was taken: %+v", v)
 	}
 	reported, fast := 0, 0
@@ -47,7 +48,7 @@ func TestSlowForItsScene(t *testing.T) {
 		if i%200 == 199 {
 			cost = 300 * time.Millisecond
 		}
-		v := st.observe(scene, cost, false, now)
+		v := st.observe(scene, cost, false, now, 1)
 		if v.report {
 			if cost < 100*time.Millisecond {
 				fast++
@@ -66,7 +67,7 @@ func TestSlowForItsScene(t *testing.T) {
 	other := "GET /slow"
 	taken := 0
 	for range 3000 {
-		if st.observe(other, 300*time.Millisecond, false, now).report {
+		if st.observe(other, 300*time.Millisecond, false, now, 1).report {
 			taken++
 		}
 	}
@@ -87,17 +88,17 @@ func TestSceneReportsBounded(t *testing.T) {
 	n := 0
 	for i := range 1000 {
 		at := now + int64(time.Duration(i)*time.Millisecond) // within a minute
-		if st.observe("GET /a", 200*time.Millisecond, false, at).report {
+		if st.observe("GET /a", 200*time.Millisecond, false, at, 1).report {
 			n++
 		}
 	}
 	if n != 3 {
 		t.Fatalf("%d reports in a minute, want 3", n)
 	}
-	if !st.observe("GET /b", 200*time.Millisecond, false, now).report {
+	if !st.observe("GET /b", 200*time.Millisecond, false, now, 1).report {
 		t.Fatal("another scene was held back")
 	}
-	v := st.observe("GET /a", 200*time.Millisecond, false, now+int64(2*time.Minute))
+	v := st.observe("GET /a", 200*time.Millisecond, false, now+int64(2*time.Minute), 1)
 	if !v.report || v.heldBack != 997 {
 		t.Fatalf("a minute later: %+v, want a report with 997 held back", v)
 	}
@@ -109,13 +110,13 @@ func TestScenesBounded(t *testing.T) {
 	st := newSceneTable(100*time.Millisecond, SceneConfig{MaxScenes: 4})
 	now := int64(1e6 * time.Second) // a reading of the monotonic clock
 	for i := range 100 {
-		st.observe("scene "+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Millisecond, false, now)
+		st.observe("scene "+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Millisecond, false, now, uint64(i))
 	}
 	if len(*st.scenes.Load()) != 4 {
 		t.Fatalf("%d scenes with estimates of their own, want 4", len(*st.scenes.Load()))
 	}
-	if st.other.nCur+st.other.nOld != 96 {
-		t.Fatalf("the shared estimate has %d dispatches, want 96", st.other.nCur+st.other.nOld)
+	if n := st.other.samples(st.cfg.Window); n != 96 {
+		t.Fatalf("the shared estimate has %d dispatches, want 96", n)
 	}
 }
 
@@ -145,5 +146,36 @@ func TestSceneLookupByAddressAndText(t *testing.T) {
 			}
 			first[sc] = s
 		}
+	}
+}
+
+// TestSceneShardsCountEveryDispatch: fast dispatches counted at once on
+// many goroutines, in the shards, are all in the estimate, and the next
+// decision reads every one of them.
+func TestSceneShardsCountEveryDispatch(t *testing.T) {
+	st := newSceneTable(100*time.Millisecond, SceneConfig{Window: 1 << 20, MinSamples: 1})
+	now := int64(1e6 * time.Second) // a reading of the monotonic clock
+	const scene, goroutines, each = "GET /fast", 16, 1001
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				// Under 1 ms and up to 10 ms: the buckets the shards count.
+				cost := time.Duration(1+(i+g)%10) * time.Millisecond
+				if v := st.observe(scene, cost, false, now, uint64(1000+g)); v.report {
+					t.Errorf("a %v dispatch was taken", cost)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	v := st.observe(scene, 300*time.Millisecond, false, now, 1)
+	if want := fmt.Sprintf("p99 of %s over the last %d: ", scene, goroutines*each); !v.report || !strings.HasPrefix(v.why, want) {
+		t.Fatalf("after %d fast dispatches: %+v, want a report %q…", goroutines*each, v, want)
+	}
+	if n := st.stats(scene).samples(st.cfg.Window); n != goroutines*each+1 {
+		t.Fatalf("the estimate holds %d dispatches, want %d", n, goroutines*each+1)
 	}
 }

@@ -437,6 +437,20 @@ func matrixSpareSwap(p unsafe.Pointer) unsafe.Pointer {
 	return p
 }
 
+// matrixProcID returns the id of the calling goroutine's P, by which beat
+// spreads state that every dispatch writes over the Ps: two Ps then seldom
+// write the same cache line. The goroutine may move to another P at once,
+// so the id is a hint, never an owner.
+//
+//go:linkname matrixProcID
+//go:nosplit
+func matrixProcID() uint32 {
+	if pp := getg().m.p.ptr(); pp != nil {
+		return uint32(pp.id)
+	}
+	return 0
+}
+
 //go:linkname matrixSwapRing
 func matrixSwapRing(p unsafe.Pointer) unsafe.Pointer {
 	gp := getg()
