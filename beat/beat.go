@@ -20,7 +20,6 @@ package beat
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,10 +99,8 @@ type recorder struct {
 	buffers int // buffers allocated and not released
 
 	// free holds the idle buffers, by the P that returned them (see
-	// getBuffer): P i keeps them in free[i&(nfree-1)]. nfree is the
-	// number of Ps at Start, to a power of two, at most runShardN.
-	free  [runShardN]bufShard
-	nfree uint32
+	// getBuffer): P i keeps them in free[i&shardMask].
+	free [runShardN]bufShard
 }
 
 // bufShard is the idle buffers one P returned: 128 bytes, so that no two
@@ -153,7 +150,7 @@ func Start(cfg Config) error {
 	if cfg.ChildBufferSize <= 0 {
 		cfg.ChildBufferSize = DefaultChildBufferSize
 	}
-	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize), nfree: uint32(min(pow2(runtime.GOMAXPROCS(0)), runShardN))}
+	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize)}
 	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, 1<<30)))
 	rtSetClock(true)
 	cur.Store(r)
@@ -247,8 +244,9 @@ func Epoch() time.Time {
 // not take turns on one lock. A P with none takes one another P keeps
 // before it makes one. The locks are released by hand, without a deferred
 // call.
-func (r *recorder) getBuffer() []uint64 {
-	if b := r.free[rtProcID()&(r.nfree-1)].pop(); b != nil {
+// shard is the calling goroutine's (its P's id masked with shardMask).
+func (r *recorder) getBuffer(shard uint32) []uint64 {
+	if b := r.free[shard].pop(); b != nil {
 		return b
 	}
 	return r.getBufferSlow()
@@ -258,7 +256,7 @@ func (r *recorder) getBuffer() []uint64 {
 //
 //go:noinline
 func (r *recorder) getBufferSlow() []uint64 {
-	for i := range r.nfree {
+	for i := range shardMask + 1 {
 		if b := r.free[i].pop(); b != nil {
 			return b
 		}
@@ -298,7 +296,7 @@ func (r *recorder) putBuffer(b []uint64, n uint64) {
 		r.mu.Unlock()
 		return
 	}
-	sh := &r.free[rtProcID()&(r.nfree-1)]
+	sh := &r.free[rtProcID()&shardMask]
 	sh.mu.Lock()
 	sh.bs = append(sh.bs, b)
 	sh.mu.Unlock()
@@ -343,7 +341,7 @@ func ReadStats() Stats {
 		s.Buffers, s.BufferBytes, s.MaxBuffers = r.buffers, r.size*8, r.cfg.MaxBuffers
 		r.mu.Unlock()
 	}
-	for i := range runShards {
+	for i := range shardMask + 1 {
 		sh := &runShards[i]
 		sh.mu.Lock()
 		s.Running += sh.list.n

@@ -2,6 +2,7 @@ package beat
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -166,7 +167,8 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	at.depth, at.entry, at.n = rtFrame(skip, at.pcs[:])
 	settle(goid, at)
 	d.ring.Frame = at.depth
-	d.data = r.getBuffer()
+	shard := rtProcID() & shardMask
+	d.data = r.getBuffer(shard)
 	if d.data != nil {
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)
 		d.ring.MaxKids = uint32(r.cfg.MaxChildren)
@@ -182,8 +184,8 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	d.ring.Outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
 
-	d.shard = uint8(rtProcID() % runShardN)
-	sh := &runShards[d.shard]
+	d.shard = uint8(shard)
+	sh := &runShards[shard]
 	sh.mu.Lock()
 	sh.list.push(d)
 	sh.mu.Unlock()
@@ -819,20 +821,25 @@ type runShard struct {
 	_    [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(dispatchList{})]byte
 }
 
-// runShardN is the number of shards: a dispatch begun on P i goes to shard
-// i mod runShardN.
+// runShardN bounds the number of shards.
 const runShardN = 64
+
+// shardMask selects the shard of the state a P writes (runShards, the
+// recorder's idle buffers): P i has shard i&shardMask. The shards number
+// the Ps the program started with, to a power of two, at most runShardN;
+// a P added later shares a shard with another.
+var shardMask = uint32(min(pow2(runtime.GOMAXPROCS(0)), runShardN) - 1)
 
 // lockRunning locks every shard of runShards, in order: then no dispatch
 // begins or finishes until unlockRunning.
 func lockRunning() {
-	for i := range runShards {
+	for i := range shardMask + 1 {
 		runShards[i].mu.Lock()
 	}
 }
 
 func unlockRunning() {
-	for i := range runShards {
+	for i := range shardMask + 1 {
 		runShards[i].mu.Unlock()
 	}
 }
@@ -842,7 +849,7 @@ func unlockRunning() {
 // locked (lockRunning).
 func allRunning() []*Dispatch {
 	var all []*Dispatch
-	for i := range runShards {
+	for i := range shardMask + 1 {
 		for d := runShards[i].list.head; d != nil; d = d.next {
 			all = append(all, d)
 		}
