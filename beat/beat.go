@@ -244,7 +244,8 @@ func Epoch() time.Time {
 // not take turns on one lock. A P with none takes one another P keeps
 // before it makes one. The locks are released by hand, without a deferred
 // call.
-// shard is the calling goroutine's (its P's id masked with shardMask).
+//
+// shard is the calling goroutine's: its P's id masked with shardMask.
 func (r *recorder) getBuffer(shard uint32) []uint64 {
 	if b := r.free[shard].pop(); b != nil {
 		return b

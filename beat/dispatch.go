@@ -151,8 +151,8 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	if r == nil {
 		return nil
 	}
-	if rtAbandoned() != reapedAbandoned.Load() || detachedDue() {
-		reapDue() // reap, written out: it is over the inliner's budget
+	if reapDue() {
+		reap()
 	}
 	var d *Dispatch
 	if reusable {
@@ -431,29 +431,28 @@ var (
 	reapedAbandoned atomic.Uint32
 )
 
+// reapDue reports whether reap has work: the runtime abandoned a
+// dispatch since reap last looked, or reap last looked at the detached
+// dispatches reapEvery ago or more (in record time: a load, no clock
+// read). Every dispatch asks as it begins; the question is inlined there,
+// and reap stays out of the cache lines a server runs per request.
+func reapDue() bool {
+	if rtAbandoned() != reapedAbandoned.Load() {
+		return true
+	}
+	last := detachedCheck.Load()
+	return last == 0 || int64(rtGetNow())-last >= reapEvery
+}
+
+// reapEvery is how often reap looks at the detached dispatches, in ms.
+const reapEvery = 100
+
 // reap finishes the dispatches that the runtime abandoned (a recovered
 // panic unwound their beginning frames) and returns the buffers of
-// detached dispatches that no goroutine records into any more. Every
-// dispatch calls it as it begins: what it does when there is nothing to do
-// (two loads and compares) is inlined there, and the rest, reapDue, stays
-// out of the cache lines a server runs per request.
-func reap() {
-	if rtAbandoned() != reapedAbandoned.Load() || detachedDue() {
-		reapDue()
-	}
-}
-
-// detachedDue reports whether reap should look at the detached dispatches:
-// 100 ms after it last did, in record time (a load, no clock read).
-func detachedDue() bool {
-	last := detachedCheck.Load()
-	return last == 0 || int64(rtGetNow())-last >= 100
-}
-
-// reapDue is reap's work.
+// detached dispatches that no goroutine records into any more.
 //
 //go:noinline
-func reapDue() {
+func reap() {
 	if n := rtAbandoned(); n != reapedAbandoned.Load() {
 		reapedAbandoned.Store(n)
 		var gone []*Dispatch
@@ -471,7 +470,7 @@ func reapDue() {
 		}
 	}
 	now := int64(rtGetNow()) // the recorder's clock, in ms: no clock read
-	if last := detachedCheck.Load(); last != 0 && now-last < 100 || !detachedCheck.CompareAndSwap(last, now) {
+	if last := detachedCheck.Load(); last != 0 && now-last < reapEvery || !detachedCheck.CompareAndSwap(last, now) {
 		return
 	}
 	detachedMu.Lock()
