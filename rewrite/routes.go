@@ -118,13 +118,25 @@ var routeRules = map[string][]routeRule{
 				text:  "; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) }"},
 		},
 	}},
-	// chi v5: each router's match; a mounted router matches after the
-	// router it is mounted on, and RoutePattern joins the patterns of
-	// both. A request that matches no route of a router (nil, or a node
-	// without the method's pattern, which FindRoute then leaves
-	// unrecorded) is unmatched; one that matches is named once, after
-	// its pattern.
+	// chi v5: each router's routing of the request it serves; a mounted
+	// router routes after the router it is mounted on, and the pattern
+	// joins the patterns of both. A request for which a router finds no
+	// handler is unmatched; one it routes is named once, after the pattern
+	// the router has just set on it. Lookups that serve nothing (Match and
+	// Find, which middleware and handlers call to look ahead) leave the
+	// scene alone. Older releases, which set no pattern on the request, are
+	// named in FindRoute, which such lookups call too.
 	"github.com/go-chi/chi/v5": {{
+		needs: []string{"Context.RouteMethod", "Context.methodNotAllowed"},
+		hooks: []routeHook{
+			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
+				after: "r.Pattern = rctx.RoutePattern()",
+				text:  "; __matrix_rt_route(rctx.RouteMethod, r.Pattern)"},
+			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
+				before: "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}",
+				text:   `__matrix_rt_route(rctx.RouteMethod, ""); `},
+		},
+	}, {
 		needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
 		hooks: []routeHook{
 			{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",

@@ -461,3 +461,102 @@ func parseFiles(t *testing.T, fset *token.FileSet, files []string) []*ast.File {
 	}
 	return astFiles
 }
+
+// chiShape is the part of chi v5's router that its route hooks rely on, in
+// the releases that set the matched pattern on the request (r.Pattern).
+const chiShape = `package chi
+
+import "net/http"
+
+type methodTyp uint
+
+type endpoint struct{ pattern string }
+
+type node struct{ endpoints map[methodTyp]*endpoint }
+
+type Context struct {
+	RouteMethod      string
+	RoutePatterns    []string
+	routePattern     string
+	methodNotAllowed bool
+	methodsAllowed   []methodTyp
+}
+
+func (x *Context) RoutePattern() string { return x.routePattern }
+
+func (n *node) findRoute(rctx *Context, method methodTyp, path string) *node { return n }
+
+func (n *node) FindRoute(rctx *Context, method methodTyp, path string) (*node, http.Handler) {
+	rn := n.findRoute(rctx, method, path)
+	if rn == nil {
+		return nil, nil
+	}
+	rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern)
+	return rn, nil
+}
+
+type Mux struct{ tree *node }
+
+func (mx *Mux) MethodNotAllowedHandler(methods ...methodTyp) http.Handler { return nil }
+
+func (mx *Mux) NotFoundHandler() http.Handler { return nil }
+
+func (mx *Mux) routeHTTP(w http.ResponseWriter, r *http.Request) {
+	rctx := &Context{RouteMethod: r.Method}
+	if _, h := mx.tree.FindRoute(rctx, 0, r.URL.Path); h != nil {
+		r.Pattern = rctx.RoutePattern()
+		h.ServeHTTP(w, r)
+		return
+	}
+	if rctx.methodNotAllowed {
+		mx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)
+	} else {
+		mx.NotFoundHandler().ServeHTTP(w, r)
+	}
+}
+`
+
+// TestPatchRoutesChi: a chi release that sets the matched pattern on the
+// request is named where the router serves the request, so that a lookup
+// (Match, Find: FindRoute) names nothing; an older release, which does
+// not, is named in FindRoute. Both patched packages compile.
+func TestPatchRoutesChi(t *testing.T) {
+	for _, tc := range []struct {
+		name, shape string
+		want        []string
+		not         string
+	}{
+		{"sets r.Pattern", chiShape, []string{
+			`r.Pattern = rctx.RoutePattern(); __matrix_rt_route(rctx.RouteMethod, r.Pattern)/*line `,
+			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
+		}, "rn := n.findRoute(rctx, method, path);"},
+		{"older", strings.Replace(chiShape, "r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()", 1), []string{
+			`rn := n.findRoute(rctx, method, path); if rn == nil || __matrix_rt_active() && rn.endpoints[method].pattern == "" { __matrix_rt_route(rctx.RouteMethod, "") }/*line `,
+			`rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern); if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }/*line `,
+		}, `__matrix_rt_route(rctx.RouteMethod, ""); `},
+	} {
+		src := filepath.Join(t.TempDir(), "tree.go")
+		if err := os.WriteFile(src, []byte(tc.shape), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files, note, err := PatchRoutes("github.com/go-chi/chi/v5", []string{src}, t.TempDir())
+		if err != nil || note != "" {
+			t.Fatalf("%s: PatchRoutes: note %q, err %v", tc.name, note, err)
+		}
+		out, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tc.want {
+			if s = strings.ReplaceAll(s, "%s", src); !strings.Contains(string(out), s) {
+				t.Errorf("%s: patched file has no %q:\n%s", tc.name, s, out)
+			}
+		}
+		if strings.Contains(string(out), tc.not) {
+			t.Errorf("%s: patched file has %q:\n%s", tc.name, tc.not, out)
+		}
+		if _, _, err := typeCheck(t, "chi", files); err != nil {
+			t.Errorf("%s: the patched package does not type-check: %v", tc.name, err)
+		}
+	}
+}
