@@ -393,46 +393,59 @@ func (r *Router) Find(method, path string, c Context) {
 // and a matched request only after its route; the patched package
 // compiles, and a statement the hooks precede keeps its position.
 func TestPatchRoutesNamesUnmatchedOnce(t *testing.T) {
-	for _, tc := range []struct {
-		pkg, shape string
-		want       []string
-		not        string
-	}{
-		{"github.com/gin-gonic/gin", ginMatchShape, []string{
+	for _, tc := range []patchCase{
+		{"gin", "github.com/gin-gonic/gin", ginMatchShape, []string{
 			`value := root.getValue(rPath, c.params, c.skippedNodes, unescape); if value.handlers == nil { __matrix_rt_route(c.Request.Method, "") }/*line `,
 			`c.fullPath = value.fullPath; __matrix_rt_route(c.Request.Method, c.fullPath)/*line `,
 			`c.handlers = engine.allNoMethod; __matrix_rt_route(c.Request.Method, "")/*line `,
 			`c.handlers = engine.allNoRoute; __matrix_rt_route(c.Request.Method, "")/*line `,
 		}, `handleHTTPRequest(c *Context) {__matrix_rt_route`},
-		{"github.com/labstack/echo/v4", echoMatchShape, []string{
+		{"echo", "github.com/labstack/echo/v4", echoMatchShape, []string{
 			`if currentNode == nil && previousBestMatchNode == nil { __matrix_rt_route(method, "") }; /*line %s:24:2*/if currentNode == nil && previousBestMatchNode == nil {`,
 			`ctx.handler = matchedRouteMethod.handler; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) } else { __matrix_rt_route(method, "") }/*line `,
 			`ctx.handler = NotFoundHandler; __matrix_rt_route(method, "")/*line `,
 		}, `Find(method, path string, c Context) {__matrix_rt_route`},
 	} {
-		src := filepath.Join(t.TempDir(), "router.go")
-		if err := os.WriteFile(src, []byte(tc.shape), 0o644); err != nil {
-			t.Fatal(err)
+		tc.check(t)
+	}
+}
+
+// A patchCase is a package of import path pkg made of the one file shape,
+// whose patched file must have each of want (in which %s stands for the
+// original file's path) and not not; label names the case in failures.
+type patchCase struct {
+	label, pkg, shape string
+	want              []string
+	not               string
+}
+
+// check patches the case's package and checks the patched file, and that
+// the patched package type-checks.
+func (tc patchCase) check(t *testing.T) {
+	t.Helper()
+	label, pkg, shape, want, not := tc.label, tc.pkg, tc.shape, tc.want, tc.not
+	src := filepath.Join(t.TempDir(), "router.go")
+	if err := os.WriteFile(src, []byte(shape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes(pkg, []string{src}, t.TempDir())
+	if err != nil || note != "" {
+		t.Fatalf("%s: PatchRoutes: note %q, err %v", label, note, err)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range want {
+		if s = strings.ReplaceAll(s, "%s", src); !strings.Contains(string(out), s) {
+			t.Errorf("%s: patched file has no %q:\n%s", label, s, out)
 		}
-		files, note, err := PatchRoutes(tc.pkg, []string{src}, t.TempDir())
-		if err != nil || note != "" {
-			t.Fatalf("%s: PatchRoutes: note %q, err %v", tc.pkg, note, err)
-		}
-		out, err := os.ReadFile(files[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range tc.want {
-			if s = strings.ReplaceAll(s, "%s", src); !strings.Contains(string(out), s) {
-				t.Errorf("%s: patched file has no %q:\n%s", tc.pkg, s, out)
-			}
-		}
-		if strings.Contains(string(out), tc.not) {
-			t.Errorf("%s: every request is named unmatched first:\n%s", tc.pkg, out)
-		}
-		if _, _, err := typeCheck(t, "router", files); err != nil {
-			t.Errorf("%s: the patched package does not type-check: %v", tc.pkg, err)
-		}
+	}
+	if strings.Contains(string(out), not) {
+		t.Errorf("%s: patched file has %q:\n%s", label, not, out)
+	}
+	if _, _, err := typeCheck(t, "router", files); err != nil {
+		t.Errorf("%s: the patched package does not type-check: %v", label, err)
 	}
 }
 
@@ -521,42 +534,17 @@ func (mx *Mux) routeHTTP(w http.ResponseWriter, r *http.Request) {
 // (Match, Find: FindRoute) names nothing; an older release, which does
 // not, is named in FindRoute. Both patched packages compile.
 func TestPatchRoutesChi(t *testing.T) {
-	for _, tc := range []struct {
-		name, shape string
-		want        []string
-		not         string
-	}{
-		{"sets r.Pattern", chiShape, []string{
+	const chi = "github.com/go-chi/chi/v5"
+	for _, tc := range []patchCase{
+		{"sets r.Pattern", chi, chiShape, []string{
 			`r.Pattern = rctx.RoutePattern(); __matrix_rt_route(rctx.RouteMethod, r.Pattern)/*line `,
 			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
 		}, "rn := n.findRoute(rctx, method, path);"},
-		{"older", strings.Replace(chiShape, "r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()", 1), []string{
+		{"older", chi, strings.Replace(chiShape, "r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()", 1), []string{
 			`rn := n.findRoute(rctx, method, path); if rn == nil || __matrix_rt_active() && rn.endpoints[method].pattern == "" { __matrix_rt_route(rctx.RouteMethod, "") }/*line `,
 			`rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern); if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }/*line `,
 		}, `__matrix_rt_route(rctx.RouteMethod, ""); `},
 	} {
-		src := filepath.Join(t.TempDir(), "tree.go")
-		if err := os.WriteFile(src, []byte(tc.shape), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files, note, err := PatchRoutes("github.com/go-chi/chi/v5", []string{src}, t.TempDir())
-		if err != nil || note != "" {
-			t.Fatalf("%s: PatchRoutes: note %q, err %v", tc.name, note, err)
-		}
-		out, err := os.ReadFile(files[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range tc.want {
-			if s = strings.ReplaceAll(s, "%s", src); !strings.Contains(string(out), s) {
-				t.Errorf("%s: patched file has no %q:\n%s", tc.name, s, out)
-			}
-		}
-		if strings.Contains(string(out), tc.not) {
-			t.Errorf("%s: patched file has %q:\n%s", tc.name, tc.not, out)
-		}
-		if _, _, err := typeCheck(t, "chi", files); err != nil {
-			t.Errorf("%s: the patched package does not type-check: %v", tc.name, err)
-		}
+		tc.check(t)
 	}
 }
