@@ -40,12 +40,16 @@ type routeHook struct {
 	// excluded ("c *Context"): the names and types text uses.
 	params string
 	// after, if set, is a statement of the body, as printed, after which
-	// text goes (on its line); before, if set, an if statement of the
-	// body, as printed, before which text goes; otherwise text goes at
-	// the top of the body.
+	// text goes (on its line); before, if set, an if statement or a
+	// simple statement of the body, as printed, before which text goes;
+	// otherwise text goes at the top of the body.
 	after, before string
 	text          string
 }
+
+// chiNotFound is the if statement with which chi's routeHTTP answers a
+// request for which the router found no handler.
+const chiNotFound = "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}"
 
 // kindRPC is the dispatch kind of a call an RPC server handles.
 const kindRPC = int(abi.KindRPC)
@@ -121,11 +125,13 @@ var routeRules = map[string][]routeRule{
 	// chi v5: each router's routing of the request it serves; a mounted
 	// router routes after the router it is mounted on, and the pattern
 	// joins the patterns of both. A request for which a router finds no
-	// handler is unmatched; one it routes is named once, after the pattern
-	// the router has just set on it. Lookups that serve nothing (Match and
-	// Find, which middleware and handlers call to look ahead) leave the
-	// scene alone. Older releases, which set no pattern on the request, are
-	// named in FindRoute, which such lookups call too.
+	// handler is unmatched; one it routes is named once, after its
+	// pattern: the one the router has just set on the request, or in
+	// releases that set none (or only the router's own part, before
+	// v5.3), RoutePattern just before the handler runs. Lookups that serve
+	// nothing (Match and Find, which middleware and handlers call to look
+	// ahead) leave the scene alone. A release of yet another shape is named
+	// in FindRoute, which such lookups call too.
 	"github.com/go-chi/chi/v5": {{
 		needs: []string{"Context.RouteMethod", "Context.methodNotAllowed"},
 		hooks: []routeHook{
@@ -133,7 +139,17 @@ var routeRules = map[string][]routeRule{
 				after: "r.Pattern = rctx.RoutePattern()",
 				text:  "; __matrix_rt_route(rctx.RouteMethod, r.Pattern)"},
 			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
-				before: "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}",
+				before: chiNotFound,
+				text:   `__matrix_rt_route(rctx.RouteMethod, ""); `},
+		},
+	}, {
+		needs: []string{"Context.RouteMethod", "Context.RoutePattern", "Context.methodNotAllowed"},
+		hooks: []routeHook{
+			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
+				before: "h.ServeHTTP(w, r)",
+				text:   "__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); "},
+			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
+				before: chiNotFound,
 				text:   `__matrix_rt_route(rctx.RouteMethod, ""); `},
 		},
 	}, {
@@ -318,7 +334,11 @@ func patchRoutesWith(pkg string, rule routeRule, files []string, dir string) (ou
 				what, at := hook.after, token.NoPos
 				if hook.before != "" {
 					what = hook.before
-					if stmt := findIf(fset, fd.Body, hook.before); stmt != nil {
+					stmt := findIf(fset, fd.Body, hook.before)
+					if stmt == nil {
+						stmt = findStmt(fset, fd.Body, hook.before)
+					}
+					if stmt != nil {
 						at = stmt.Pos()
 					}
 				} else if stmt := findStmt(fset, fd.Body, hook.after); stmt != nil {

@@ -529,10 +529,11 @@ func (mx *Mux) routeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 `
 
-// TestPatchRoutesChi: a chi release that sets the matched pattern on the
-// request is named where the router serves the request, so that a lookup
-// (Match, Find: FindRoute) names nothing; an older release, which does
-// not, is named in FindRoute. Both patched packages compile.
+// TestPatchRoutesChi: chi is named where the router serves the request,
+// so that a lookup (Match, Find: FindRoute) names nothing: from the
+// pattern a release since v5.3 sets on the request, or from RoutePattern
+// before the handler runs in older ones; a release of yet another shape
+// is named in FindRoute. Every patched package compiles.
 func TestPatchRoutesChi(t *testing.T) {
 	const chi = "github.com/go-chi/chi/v5"
 	for _, tc := range []patchCase{
@@ -540,7 +541,12 @@ func TestPatchRoutesChi(t *testing.T) {
 			`r.Pattern = rctx.RoutePattern(); __matrix_rt_route(rctx.RouteMethod, r.Pattern)/*line `,
 			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
 		}, "rn := n.findRoute(rctx, method, path);"},
-		{"older", chi, strings.Replace(chiShape, "r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()", 1), []string{
+		{"before v5.3", chi, strings.Replace(chiShape, "r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()", 1), []string{
+			`__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); /*line %s:42:3*/h.ServeHTTP(w, r)`,
+			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
+		}, "rn := n.findRoute(rctx, method, path);"},
+		{"another shape", chi, strings.NewReplacer("r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()",
+			"h.ServeHTTP(w, r)\n", "h.ServeHTTP(w, r.WithContext(r.Context()))\n").Replace(chiShape), []string{
 			`rn := n.findRoute(rctx, method, path); if rn == nil || __matrix_rt_active() && rn.endpoints[method].pattern == "" { __matrix_rt_route(rctx.RouteMethod, "") }/*line `,
 			`rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern); if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }/*line `,
 		}, `__matrix_rt_route(rctx.RouteMethod, ""); `},
