@@ -47,9 +47,21 @@ type routeHook struct {
 	text          string
 }
 
-// chiNotFound is the if statement with which chi's routeHTTP answers a
-// request for which the router found no handler.
-const chiNotFound = "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}"
+// chiRouting returns a rule of chi's that names a request where a router
+// serves it, in routeHTTP: named where the router found the request's
+// handler (its function and parameters are filled in), and unmatched
+// before the branch that answers a request for which it found none. needs
+// are members named uses besides those.
+func chiRouting(named routeHook, needs ...string) routeRule {
+	const fn, params = "routeHTTP", "w http.ResponseWriter, r *http.Request"
+	named.recv, named.name, named.params = "Mux", fn, params
+	return routeRule{
+		needs: append([]string{"Context.RouteMethod", "Context.methodNotAllowed"}, needs...),
+		hooks: []routeHook{named, {recv: "Mux", name: fn, params: params,
+			before: "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}",
+			text:   `__matrix_rt_route(rctx.RouteMethod, ""); `}},
+	}
+}
 
 // kindRPC is the dispatch kind of a call an RPC server handles.
 const kindRPC = int(abi.KindRPC)
@@ -132,37 +144,22 @@ var routeRules = map[string][]routeRule{
 	// nothing (Match and Find, which middleware and handlers call to look
 	// ahead) leave the scene alone. A release of yet another shape is named
 	// in FindRoute, which such lookups call too.
-	"github.com/go-chi/chi/v5": {{
-		needs: []string{"Context.RouteMethod", "Context.methodNotAllowed"},
-		hooks: []routeHook{
-			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
-				after: "r.Pattern = rctx.RoutePattern()",
-				text:  "; __matrix_rt_route(rctx.RouteMethod, r.Pattern)"},
-			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
-				before: chiNotFound,
-				text:   `__matrix_rt_route(rctx.RouteMethod, ""); `},
-		},
-	}, {
-		needs: []string{"Context.RouteMethod", "Context.RoutePattern", "Context.methodNotAllowed"},
-		hooks: []routeHook{
-			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
-				before: "h.ServeHTTP(w, r)",
-				text:   "__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); "},
-			{recv: "Mux", name: "routeHTTP", params: "w http.ResponseWriter, r *http.Request",
-				before: chiNotFound,
-				text:   `__matrix_rt_route(rctx.RouteMethod, ""); `},
-		},
-	}, {
-		needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
-		hooks: []routeHook{
-			{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
-				after: "rn := n.findRoute(rctx, method, path)",
-				text:  `; if rn == nil || __matrix_rt_active() && rn.endpoints[method].pattern == "" { __matrix_rt_route(rctx.RouteMethod, "") }`},
-			{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
-				after: "rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern)",
-				text:  "; if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }"},
-		},
-	}},
+	"github.com/go-chi/chi/v5": {
+		chiRouting(routeHook{after: "r.Pattern = rctx.RoutePattern()",
+			text: "; __matrix_rt_route(rctx.RouteMethod, r.Pattern)"}),
+		chiRouting(routeHook{before: "h.ServeHTTP(w, r)",
+			text: "__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); "}, "Context.RoutePattern"),
+		{
+			needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
+			hooks: []routeHook{
+				{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
+					after: "rn := n.findRoute(rctx, method, path)",
+					text:  `; if rn == nil || __matrix_rt_active() && rn.endpoints[method].pattern == "" { __matrix_rt_route(rctx.RouteMethod, "") }`},
+				{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
+					after: "rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern)",
+					text:  "; if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }"},
+			},
+		}},
 	// gorilla/mux: the router's match; a subrouter's route has the full
 	// path template.
 	"github.com/gorilla/mux": {{
