@@ -50,18 +50,33 @@ type routeHook struct {
 // chiRouting returns a rule of chi's that names a request where a router
 // serves it, in routeHTTP: named where the router found the request's
 // handler (its function and parameters are filled in), and unmatched
-// before the branch that answers a request for which it found none. needs
-// are members named uses besides those.
-func chiRouting(named routeHook, needs ...string) routeRule {
+// before notFound, the if statement that answers a request for which it
+// found none. needs are members named uses besides those.
+func chiRouting(named routeHook, notFound string, needs ...string) routeRule {
 	const fn, params = "routeHTTP", "w http.ResponseWriter, r *http.Request"
 	named.recv, named.name, named.params = "Mux", fn, params
 	return routeRule{
 		needs: append([]string{"Context.RouteMethod", "Context.methodNotAllowed"}, needs...),
 		hooks: []routeHook{named, {recv: "Mux", name: fn, params: params,
-			before: "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}",
-			text:   `__matrix_rt_route(rctx.RouteMethod, ""); `}},
+			before: notFound, text: `__matrix_rt_route(rctx.RouteMethod, ""); `}},
 	}
 }
+
+// The places of chi's routeHTTP that chiRouting's rules name a request at.
+var (
+	// chiPattern: since v5.3 the router sets the full pattern on the
+	// request before it calls the handler.
+	chiPattern = routeHook{after: "r.Pattern = rctx.RoutePattern()",
+		text: "; __matrix_rt_route(rctx.RouteMethod, r.Pattern)"}
+	// chiRoutePattern: before v5.3 it sets none (or only its own part), and
+	// the pattern is taken just before it calls the handler.
+	chiRoutePattern = routeHook{before: "h.ServeHTTP(w, r)",
+		text: "__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); "}
+	// chiNotFound answers a request without a handler since v5.0.11;
+	// chiNotFoundV500 before.
+	chiNotFound     = "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}"
+	chiNotFoundV500 = "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler().ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}"
+)
 
 // kindRPC is the dispatch kind of a call an RPC server handles.
 const kindRPC = int(abi.KindRPC)
@@ -145,10 +160,9 @@ var routeRules = map[string][]routeRule{
 	// ahead) leave the scene alone. A release of yet another shape is named
 	// in FindRoute, which such lookups call too.
 	"github.com/go-chi/chi/v5": {
-		chiRouting(routeHook{after: "r.Pattern = rctx.RoutePattern()",
-			text: "; __matrix_rt_route(rctx.RouteMethod, r.Pattern)"}),
-		chiRouting(routeHook{before: "h.ServeHTTP(w, r)",
-			text: "__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); "}, "Context.RoutePattern"),
+		chiRouting(chiPattern, chiNotFound),
+		chiRouting(chiRoutePattern, chiNotFound, "Context.RoutePattern"),
+		chiRouting(chiRoutePattern, chiNotFoundV500, "Context.RoutePattern"),
 		{
 			needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
 			hooks: []routeHook{

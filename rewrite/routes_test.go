@@ -532,8 +532,9 @@ func (mx *Mux) routeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestPatchRoutesChi: chi is named where the router serves the request,
 // so that a lookup (Match, Find: FindRoute) names nothing: from the
 // pattern a release since v5.3 sets on the request, or from RoutePattern
-// before the handler runs in older ones; a release of yet another shape
-// is named in FindRoute. Every patched package compiles.
+// before the handler runs in older ones (whose not-found branch changed in
+// v5.0.11); a release of yet another shape is named in FindRoute. Every
+// patched package compiles.
 func TestPatchRoutesChi(t *testing.T) {
 	const chi = "github.com/go-chi/chi/v5"
 	for _, tc := range []patchCase{
@@ -542,6 +543,11 @@ func TestPatchRoutesChi(t *testing.T) {
 			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
 		}, "rn := n.findRoute(rctx, method, path);"},
 		{"before v5.3", chi, strings.Replace(chiShape, "r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()", 1), []string{
+			`__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); /*line %s:42:3*/h.ServeHTTP(w, r)`,
+			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
+		}, "rn := n.findRoute(rctx, method, path);"},
+		{"before v5.0.11", chi, strings.NewReplacer("r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()",
+			"MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP", "MethodNotAllowedHandler().ServeHTTP").Replace(chiShape), []string{
 			`__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); /*line %s:42:3*/h.ServeHTTP(w, r)`,
 			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
 		}, "rn := n.findRoute(rctx, method, path);"},
