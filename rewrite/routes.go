@@ -69,9 +69,10 @@ var (
 	chiPattern = routeHook{after: "r.Pattern = rctx.RoutePattern()",
 		text: "; __matrix_rt_route(rctx.RouteMethod, r.Pattern)"}
 	// chiRoutePattern: before v5.3 it sets none (or only its own part), and
-	// the pattern is taken just before it calls the handler.
+	// the pattern is taken just before it calls the handler, only by a
+	// goroutine that records (RoutePattern joins and rewrites strings).
 	chiRoutePattern = routeHook{before: "h.ServeHTTP(w, r)",
-		text: "__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); "}
+		text: "if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }; "}
 	// chiNotFound answers a request without a handler since v5.0.11;
 	// chiNotFoundV500 before.
 	chiNotFound     = "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}"

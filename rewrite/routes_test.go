@@ -543,12 +543,12 @@ func TestPatchRoutesChi(t *testing.T) {
 			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
 		}, "rn := n.findRoute(rctx, method, path);"},
 		{"before v5.3", chi, strings.Replace(chiShape, "r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()", 1), []string{
-			`__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); /*line %s:42:3*/h.ServeHTTP(w, r)`,
+			`if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }; /*line %s:42:3*/h.ServeHTTP(w, r)`,
 			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
 		}, "rn := n.findRoute(rctx, method, path);"},
 		{"before v5.0.11", chi, strings.NewReplacer("r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()",
 			"MethodNotAllowedHandler(rctx.methodsAllowed...).ServeHTTP", "MethodNotAllowedHandler().ServeHTTP").Replace(chiShape), []string{
-			`__matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()); /*line %s:42:3*/h.ServeHTTP(w, r)`,
+			`if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }; /*line %s:42:3*/h.ServeHTTP(w, r)`,
 			`__matrix_rt_route(rctx.RouteMethod, ""); /*line %s:45:2*/if rctx.methodNotAllowed {`,
 		}, "rn := n.findRoute(rctx, method, path);"},
 		{"another shape", chi, strings.NewReplacer("r.Pattern = rctx.RoutePattern()", "_ = rctx.RoutePattern()",
