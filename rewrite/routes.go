@@ -346,11 +346,7 @@ func patchRoutesWith(pkg string, rule routeRule, files []string, dir string) (ou
 				what, at := hook.after, token.NoPos
 				if hook.before != "" {
 					what = hook.before
-					stmt := findIf(fset, fd.Body, hook.before)
-					if stmt == nil {
-						stmt = findStmt(fset, fd.Body, hook.before)
-					}
-					if stmt != nil {
+					if stmt := findStmt(fset, fd.Body, hook.before); stmt != nil {
 						at = stmt.Pos()
 					}
 				} else if stmt := findStmt(fset, fd.Body, hook.after); stmt != nil {
@@ -425,9 +421,10 @@ func collectMembers(f *ast.File, members map[string]bool) {
 	}
 }
 
-// findStmt returns the statement of body (at any depth) that prints as
-// text, or nil.
+// findStmt returns the simple or if statement of body (at any depth) that
+// prints as text, or nil.
 func findStmt(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {
+	isIf := strings.HasPrefix(text, "if ")
 	var found ast.Stmt
 	ast.Inspect(body, func(n ast.Node) bool {
 		if found != nil {
@@ -435,29 +432,12 @@ func findStmt(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {
 		}
 		switch s := n.(type) {
 		case *ast.AssignStmt, *ast.ExprStmt, *ast.DeclStmt:
-			if printed(fset, s) == text {
+			if !isIf && printed(fset, s) == text {
 				found = s.(ast.Stmt)
 			}
 			return false
-		case *ast.FuncLit:
-			return false // another function's body
-		}
-		return true
-	})
-	return found
-}
-
-// findIf returns the if statement of body (at any depth) that prints as
-// text, or nil.
-func findIf(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {
-	var found ast.Stmt
-	ast.Inspect(body, func(n ast.Node) bool {
-		if found != nil {
-			return false
-		}
-		switch s := n.(type) {
 		case *ast.IfStmt:
-			if printed(fset, s) == text {
+			if isIf && printed(fset, s) == text {
 				found = s
 				return false
 			}
