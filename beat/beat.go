@@ -120,8 +120,7 @@ var (
 	observers atomic.Pointer[observerList]
 	obsMu     sync.Mutex
 
-	notRec    atomic.Uint64
-	dispatchN atomic.Uint64
+	notRec atomic.Uint64
 )
 
 // Start starts recording with cfg. Starting a started recorder is a no-op
@@ -211,6 +210,14 @@ func Linked() bool { return linked }
 // Now returns the recorder clock in milliseconds, the time base of the
 // records: time 0 is the runtime's initialisation.
 func Now() uint64 { return rtGetNow() }
+
+// Proc returns a small number for the P (one of the runtime's GOMAXPROCS
+// processors) the calling goroutine runs on, or 0 in a plain build. Two
+// goroutines running at one instant on different threads have different
+// numbers, but a goroutine may move to another P at any time: it is a hint
+// for spreading counters that every request writes over cache lines of
+// their own, never for correctness.
+func Proc() int { return int(rtProcID()) }
 
 // Nanotime reads the monotonic clock of the dispatches' bounds
 // (Dispatch.StartNano), in nanoseconds from an arbitrary origin. It returns
@@ -334,7 +341,7 @@ type Stats struct {
 
 // ReadStats returns the current counters.
 func ReadStats() Stats {
-	s := Stats{Dispatches: dispatchN.Load(), NotRecorded: notRec.Load(),
+	s := Stats{NotRecorded: notRec.Load(),
 		Abandoned: abandoned.Load(), RemoteEnds: remoteEnds.Load(), LateEnds: lateEnds.Load(),
 		Children: kidsN.Load(), ChildrenLost: kidsLost.Load(), ChildrenLate: kidsLate.Load(), ChildBuffers: int(rtKidsLive())}
 	if r := cur.Load(); r != nil {
@@ -346,6 +353,7 @@ func ReadStats() Stats {
 		sh := &runShards[i]
 		sh.mu.Lock()
 		s.Running += sh.list.n
+		s.Dispatches += sh.begun
 		sh.mu.Unlock()
 	}
 	return s

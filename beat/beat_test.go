@@ -660,7 +660,8 @@ func TestStartStopReleases(t *testing.T) {
 
 // TestTenThousandDispatches: 10k goroutines inside dispatches at once stay
 // within the configured buffer bound; the ones that find no buffer are
-// counted as not recorded, and nothing blocks.
+// counted as not recorded, and nothing blocks. Each has an ID of its own,
+// though the Ps take IDs in blocks, and each is counted as begun.
 func TestTenThousandDispatches(t *testing.T) {
 	requireLinked(t)
 	const n, maxBuffers, size = 10000, 64, 4096
@@ -668,15 +669,18 @@ func TestTenThousandDispatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer Stop()
-	before := ReadStats().NotRecorded
+	start := ReadStats()
+	before := start.NotRecorded
 	var wg sync.WaitGroup
 	inside := make(chan struct{}, n)
 	release := make(chan struct{})
+	ids := make([]uint64, n)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			d := Begin(KindCustom, "many")
+			ids[i] = d.ID()
 			Enter(5)
 			inside <- struct{}{}
 			<-release
@@ -701,10 +705,20 @@ func TestTenThousandDispatches(t *testing.T) {
 	if got := s.NotRecorded - before; got != n-maxBuffers {
 		t.Errorf("%d dispatches not recorded, want %d", got, n-maxBuffers)
 	}
+	if got := s.Dispatches - start.Dispatches; got != n {
+		t.Errorf("%d dispatches counted as begun, want %d", got, n)
+	}
 	close(release)
 	wg.Wait()
 	if s := ReadStats(); s.Running != 0 || s.Buffers > maxBuffers {
 		t.Errorf("after: %+v", s)
+	}
+	seen := make(map[uint64]int, n)
+	for i, id := range ids {
+		if j, dup := seen[id]; dup || id == 0 {
+			t.Fatalf("dispatches %d and %d have ID %d", j, i, id)
+		}
+		seen[id] = i
 	}
 }
 

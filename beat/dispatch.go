@@ -53,6 +53,7 @@ type Dispatch struct {
 	endNs    int64     // and at end; 0 while the dispatch runs
 	beginMs  uint64
 	endMs    uint64
+	cpu      cpuMark       // an observer's process CPU reading at the start
 	reported atomic.Uint32 // bits for the watchdog: which reports were made
 
 	// relMu guards data against release while Records copies from it: a
@@ -176,7 +177,6 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 		notRec.Add(1)
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.scratch[0]), 0
 	}
-	d.id = dispatchN.Add(1)
 	// One reading of the monotonic clock gives the dispatch's record time
 	// (the recorder's clock, moved forward to it) and its duration.
 	ns, ms := rtBoundNow()
@@ -187,6 +187,7 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	d.shard = uint8(shard)
 	sh := &runShards[shard]
 	sh.mu.Lock()
+	d.id = sh.nextID()
 	sh.list.push(d)
 	sh.mu.Unlock()
 	if p := observers.Load(); p != nil {
@@ -654,11 +655,12 @@ func (d *Dispatch) Kind() Kind { return d.kind }
 // Goid returns the id of the dispatching goroutine.
 func (d *Dispatch) Goid() uint64 { return d.goid }
 
-// ID returns the dispatch's number in the process: the n-th dispatch begun
-// since the program started (whether recorded or not, across Stop and
-// Start of the recorder) is n, so no two dispatches of a process share
-// one. The reports of one dispatch (its LAG, ANR and final report) carry
-// it as "dispatchId". A nil dispatch has 0.
+// ID returns the dispatch's number in the process, unique across Stop and
+// Start of the recorder and whether recorded or not: no two dispatches of
+// a process share one. Each P numbers the dispatches begun on it from
+// blocks of 64 it takes in turn, so IDs grow with time on one P but not
+// across Ps. The reports of one dispatch (its LAG, ANR and final report)
+// carry it as "dispatchId". A nil dispatch has 0.
 func (d *Dispatch) ID() uint64 {
 	if d == nil {
 		return 0
@@ -736,6 +738,26 @@ func (d *Dispatch) Cost() time.Duration {
 
 // BeginMs and EndMs are the dispatch's bounds in record time.
 func (d *Dispatch) BeginMs() uint64 { return d.beginMs }
+
+// cpuMark is a process CPU reading kept with a dispatch (SetCPUMark).
+type cpuMark struct {
+	ns, at int64
+	set    bool
+}
+
+// SetCPUMark keeps with the dispatch a reading of the process's CPU time,
+// ns, taken at the instant at on the monotonic clock of StartNano: an
+// observer's reading at DispatchBegin, which its DispatchEnd then finds in
+// the dispatch itself, with no table of its own keyed by goroutine and
+// nothing to free. Call it in DispatchBegin only.
+func (d *Dispatch) SetCPUMark(ns int64, at time.Duration) {
+	d.cpu = cpuMark{ns: ns, at: int64(at), set: true}
+}
+
+// CPUMark returns the reading kept by SetCPUMark, if any.
+func (d *Dispatch) CPUMark() (ns int64, at time.Duration, ok bool) {
+	return d.cpu.ns, time.Duration(d.cpu.at), d.cpu.set
+}
 
 // EndMs is the end of an ended dispatch in record time, 0 while it runs.
 func (d *Dispatch) EndMs() uint64 { return d.endMs }
@@ -817,7 +839,33 @@ var runShards [runShardN]runShard
 type runShard struct {
 	mu   sync.Mutex
 	list dispatchList
-	_    [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(dispatchList{})]byte
+	// ids[0] is the next ID the shard gives, ids[1] the end of the block
+	// of IDs it took (nextID); begun counts the dispatches begun on it.
+	ids   [2]uint64
+	begun uint64
+	_     [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(dispatchList{}) - 3*8]byte
+}
+
+// idBlock is how many IDs a shard takes from dispatchIDs at a time.
+const idBlock = 64
+
+// dispatchIDs is the end of the IDs given to the shards so far.
+var dispatchIDs atomic.Uint64
+
+// nextID returns a new dispatch ID and counts the dispatch as begun. A
+// shard takes IDs from dispatchIDs in blocks, so that the Ps of a server
+// that begins a dispatch per request do not take turns writing one
+// counter's cache line: IDs are unique in the process, and those of one
+// shard increase. Call it with sh.mu held.
+func (sh *runShard) nextID() uint64 {
+	sh.begun++
+	if sh.ids[0] == sh.ids[1] {
+		end := dispatchIDs.Add(idBlock)
+		sh.ids = [2]uint64{end - idBlock + 1, end + 1}
+	}
+	id := sh.ids[0]
+	sh.ids[0]++
+	return id
 }
 
 // runShardN bounds the number of shards.
@@ -843,8 +891,8 @@ func unlockRunning() {
 	}
 }
 
-// allRunning returns the dispatches of every shard, oldest first (by ID:
-// IDs are taken in the order dispatches begin). Call it with the shards
+// allRunning returns the dispatches of every shard, oldest first (by the
+// monotonic clock at their start, then by ID). Call it with the shards
 // locked (lockRunning).
 func allRunning() []*Dispatch {
 	var all []*Dispatch
@@ -853,7 +901,9 @@ func allRunning() []*Dispatch {
 			all = append(all, d)
 		}
 	}
-	slices.SortFunc(all, func(a, b *Dispatch) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(all, func(a, b *Dispatch) int {
+		return cmp.Or(cmp.Compare(a.startNs, b.startNs), cmp.Compare(a.id, b.id))
+	})
 	return all
 }
 

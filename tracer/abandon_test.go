@@ -19,14 +19,13 @@ func TestGoroutineExitAbandonsDispatch(t *testing.T) {
 	cfg.FPS = false
 	cfg.Beat.MaxBuffers = 1 // the leaked buffer would starve every later dispatch
 	cfg.Watchdog = ANRConfig{Lag: 150 * time.Millisecond, ANR: 300 * time.Millisecond}
-	p, got, _ := startPlugin(t, cfg)
+	_, got, _ := startPlugin(t, cfg)
 	before := beat.ReadStats()
 
 	done := make(chan struct{})
-	var orphanGoid uint64
 	go func() {
 		defer close(done)
-		orphanGoid = beat.Begin(beat.KindCustom, "orphan").Goid() // the goroutine returns without End
+		beat.Begin(beat.KindCustom, "orphan") // the goroutine returns without End
 	}()
 	<-done
 
@@ -61,12 +60,6 @@ func TestGoroutineExitAbandonsDispatch(t *testing.T) {
 	s := beat.ReadStats()
 	if s.Running != before.Running || s.Abandoned != before.Abandoned+1 {
 		t.Errorf("running %d → %d, abandoned %d → %d; want the dispatch reaped and counted", before.Running, s.Running, before.Abandoned, s.Abandoned)
-	}
-	// The slow-call tracer released the CPU reading it took for it.
-	if cpuSupported {
-		if tr, ok := p.Tracer(EvilMethodTracerName).(*EvilMethodTracer); ok && tr.cpu.find(orphanGoid) != nil {
-			t.Error("the slow-call tracer still holds a CPU reading for the abandoned dispatch")
-		}
 	}
 	// The buffer is back: the next dispatch is recorded.
 	d := beat.Begin(beat.KindCustom, "next")

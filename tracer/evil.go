@@ -147,9 +147,8 @@ type EvilMethodTracer struct {
 	mu sync.Mutex
 	w  worker // the analysis goroutine
 
-	// Last: they hold no pointers, so that the collector, which scans the
-	// tracer up to its last pointer, need not look at them.
-	cpu   cpuTable
+	// Last: it holds no pointers, so that the collector, which scans the
+	// tracer up to its last pointer, need not look at it.
 	clock cpuClock
 }
 
@@ -216,7 +215,6 @@ func (t *EvilMethodTracer) Start(r Reporter) error {
 	if !ok {
 		return nil
 	}
-	t.cpu.reset()
 	beat.Go(func() { t.run(r, stop, done) })
 	return nil
 }
@@ -234,10 +232,8 @@ func (t *EvilMethodTracer) DispatchBegin(d *beat.Dispatch) {
 	if !cpuSupported {
 		return
 	}
-	if goid := d.Goid(); goid != 0 {
-		if r, ok := t.clock.read(time.Duration(d.StartNano()), cpuMaxAge(t.Threshold())); ok {
-			t.cpu.put(goid, r)
-		}
+	if r, ok := t.clock.read(time.Duration(d.StartNano()), cpuMaxAge(t.Threshold())); ok {
+		d.SetCPUMark(r.ns, r.at)
 	}
 }
 
@@ -254,7 +250,7 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 		if scene == "" {
 			scene = d.Name()
 		}
-		v = st.observe(scene, cost, cost >= threshold, d.StartNano(), d.Goid())
+		v = st.observe(scene, cost, cost >= threshold, d.StartNano(), beat.Proc())
 		if cost >= threshold {
 			v = verdict{report: true, why: "at least the threshold of " + msText(threshold)}
 		}
@@ -262,9 +258,6 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 		v.report = cost >= threshold
 	}
 	if !v.report || abandoned {
-		if cpuSupported {
-			t.cpu.release(d.Goid())
-		}
 		return
 	}
 	t.slow(d, cost, v)
@@ -306,9 +299,9 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict)
 	if rule := t.repeats.Load(); rule != nil {
 		j.repeats = *rule
 	}
-	if begin, ok := t.cpu.take(d.Goid()); ok {
-		if end, ok := t.clock.refresh(); ok && end.ns >= begin.ns && end.at > begin.at {
-			j.cpuNs, j.cpuWall, j.hasCPU = end.ns-begin.ns, end.at-begin.at, true
+	if ns, at, ok := d.CPUMark(); ok {
+		if end, ok := t.clock.refresh(); ok && end.ns >= ns && end.at > at {
+			j.cpuNs, j.cpuWall, j.hasCPU = end.ns-ns, end.at-at, true
 		}
 	}
 	j.recs = d.Records(j.recs[:0])

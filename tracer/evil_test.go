@@ -145,34 +145,6 @@ func TestEvilIssueNotRecorded(t *testing.T) {
 	}
 }
 
-func TestCPUTable(t *testing.T) {
-	var tab cpuTable
-	for g := uint64(1); g <= 200; g++ {
-		tab.put(g, cpuReading{ns: int64(g * 10), at: time.Duration(g)})
-	}
-	for g := uint64(1); g <= 200; g += 2 {
-		tab.release(g)
-	}
-	for g := uint64(2); g <= 200; g += 2 {
-		if r, ok := tab.take(g); !ok || r.ns != int64(g*10) || r.at != time.Duration(g) {
-			t.Fatalf("take(%d) = %+v, %v", g, r, ok)
-		}
-	}
-	for i := range tab {
-		if tab[i].goid.Load() != 0 {
-			t.Fatalf("slot %d still owned", i)
-		}
-	}
-	if _, ok := tab.take(5); ok {
-		t.Error("take of an unknown goroutine")
-	}
-	tab.put(9, cpuReading{ns: 1})
-	tab.reset()
-	if _, ok := tab.take(9); ok {
-		t.Error("reset kept a slot")
-	}
-}
-
 func TestProcessCPU(t *testing.T) {
 	a, ok := processCPU()
 	if ok != cpuSupported {

@@ -152,8 +152,9 @@ type sceneCosts struct {
 // the lock's and the histogram's cache lines. So a dispatch that cannot be
 // slow for its scene (under the floor, or over the threshold and reported
 // anyway) and cost less than shardBuckets' edge (16 ms) is counted in one
-// of sceneShards shards, chosen by its goroutine, each on cache lines of
-// its own, with atomic adds; every shardBatch dispatches of a shard, and
+// of sceneShards shards, chosen by the P that ends it (beat.Proc), each on
+// cache lines of its own, with atomic adds: a P writes its own shard's
+// lines, which stay in its core's cache while it serves the route; every shardBatch dispatches of a shard, and
 // before every decision, the shards' counts are folded into the histogram
 // under the lock. A decision then reads every dispatch counted before it.
 const (
@@ -170,8 +171,8 @@ type sceneShard struct {
 	_   [128 - 4 - 4*shardBuckets]byte
 }
 
-// shardOf returns the shard of the dispatches of goroutine goid.
-func shardOf(goid uint64) uint64 { return (goid * 0x9E3779B97F4A7C15) >> 61 } // top 3 bits
+// shardOf returns the shard of the dispatches that P proc ends.
+func shardOf(proc int) int { return proc & (sceneShards - 1) }
 
 // fold moves the counts of shard sh into the current histogram. Call it
 // with s.mu held.
@@ -279,12 +280,13 @@ type verdict struct {
 // and decides whether it is slow for the scene; absolute says it is
 // reported anyway (over the threshold), so that it is only counted. It
 // decides before counting the dispatch, so that a dispatch is compared
-// with the ones before it.
-func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, start int64, goid uint64) verdict {
+// with the ones before it. proc is the P that ends it (beat.Proc), which
+// picks its shard.
+func (t *sceneTable) observe(scene string, cost time.Duration, absolute bool, start int64, proc int) verdict {
 	s := t.stats(scene)
 	b := bucketOf(cost)
 	if b < shardBuckets && (absolute || cost < t.floor) {
-		sh := &s.shards[shardOf(goid)]
+		sh := &s.shards[shardOf(proc)]
 		sh.cnt[b].Add(1)
 		if sh.n.Add(1)%shardBatch == 0 {
 			s.foldShard(sh, t.cfg.Window)

@@ -110,7 +110,7 @@ func TestScenesBounded(t *testing.T) {
 	st := newSceneTable(100*time.Millisecond, SceneConfig{MaxScenes: 4})
 	now := int64(1e6 * time.Second) // a reading of the monotonic clock
 	for i := range 100 {
-		st.observe("scene "+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Millisecond, false, now, uint64(i))
+		st.observe("scene "+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Millisecond, false, now, i)
 	}
 	if len(*st.scenes.Load()) != 4 {
 		t.Fatalf("%d scenes with estimates of their own, want 4", len(*st.scenes.Load()))
@@ -164,7 +164,7 @@ func TestSceneShardsCountEveryDispatch(t *testing.T) {
 			for i := range each {
 				// Under 1 ms and up to 10 ms: the buckets the shards count.
 				cost := time.Duration(1+(i+g)%10) * time.Millisecond
-				if v := st.observe(scene, cost, false, now, uint64(1000+g)); v.report {
+				if v := st.observe(scene, cost, false, now, g); v.report {
 					t.Errorf("a %v dispatch was taken", cost)
 				}
 			}

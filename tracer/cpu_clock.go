@@ -9,8 +9,9 @@ import (
 
 // A process CPU reading is a syscall (getrusage), about 0.5–1 µs: ten
 // times the rest of a dispatch's cost. So DispatchBegin takes the reading
-// from a shared cache when it is recent enough (cpuClock), and DispatchEnd
-// of a slow dispatch takes a fresh one. The cpu of a slow call is then the
+// from a shared cache when it is recent enough (cpuClock) and keeps it in
+// the dispatch (beat.Dispatch.SetCPUMark), and DispatchEnd of a slow
+// dispatch takes a fresh one. The cpu of a slow call is then the
 // process CPU time between the cached reading and the end, and its usage
 // is that over the wall time between the same two instants: exact for an
 // interval that differs from the dispatch by at most cpuMaxAge (1 % of the
@@ -19,7 +20,7 @@ import (
 // cpuBase is the origin of cpuNow in a plain build.
 var cpuBase = time.Now()
 
-// cpuNow reads the monotonic clock of the times in cpuClock and cpuTable:
+// cpuNow reads the monotonic clock of the times in cpuClock and the marks:
 // the recorder's (beat.Nanotime), which gives a dispatch's beginning
 // without a time.Time (beat.Dispatch.StartNano), or in a plain build the
 // time since cpuBase.
@@ -77,75 +78,4 @@ func (c *cpuClock) refresh() (cpuReading, bool) {
 		c.seq.Store(s + 2)
 	}
 	return r, true
-}
-
-// cpuTable holds the reading at DispatchBegin of the dispatches in
-// progress, keyed by goroutine id, without locks or allocation: a slot is
-// owned by one goroutine from DispatchBegin (put) to DispatchEnd (take or
-// release). A dispatch that finds no free slot among its probes, or whose
-// DispatchBegin the tracer did not see, is reported without cpu.
-type cpuTable [cpuSlots]cpuSlot
-
-const (
-	cpuSlots  = 1024 // a power of two
-	cpuProbes = 8
-)
-
-type cpuSlot struct {
-	goid atomic.Uint64 // owner; 0 when free
-	ns   atomic.Int64
-	at   atomic.Int64
-}
-
-func cpuIndex(goid uint64) uint64 { return (goid * 0x9E3779B97F4A7C15) >> 54 } // top 10 bits
-
-func (t *cpuTable) put(goid uint64, r cpuReading) {
-	h := cpuIndex(goid)
-	for i := uint64(0); i < cpuProbes; i++ {
-		s := &t[(h+i)&(cpuSlots-1)]
-		if s.goid.CompareAndSwap(0, goid) {
-			s.ns.Store(r.ns)
-			s.at.Store(int64(r.at))
-			return
-		}
-	}
-}
-
-func (t *cpuTable) find(goid uint64) *cpuSlot {
-	if goid == 0 {
-		return nil
-	}
-	h := cpuIndex(goid)
-	for i := uint64(0); i < cpuProbes; i++ {
-		if s := &t[(h+i)&(cpuSlots-1)]; s.goid.Load() == goid {
-			return s
-		}
-	}
-	return nil
-}
-
-// take returns goid's reading and frees its slot.
-func (t *cpuTable) take(goid uint64) (cpuReading, bool) {
-	s := t.find(goid)
-	if s == nil {
-		return cpuReading{}, false
-	}
-	r := cpuReading{ns: s.ns.Load(), at: time.Duration(s.at.Load())}
-	s.goid.Store(0)
-	return r, true
-}
-
-// release frees goid's slot.
-func (t *cpuTable) release(goid uint64) {
-	if s := t.find(goid); s != nil {
-		s.goid.Store(0)
-	}
-}
-
-// reset frees every slot (left owned by dispatches that began while the
-// tracer was registered and ended after it was not).
-func (t *cpuTable) reset() {
-	for i := range t {
-		t[i].goid.Store(0)
-	}
 }
