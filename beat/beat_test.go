@@ -881,3 +881,51 @@ func TestBufferMovesBetweenPs(t *testing.T) {
 	}
 	t.Logf("%d of %d dispatches began on another P than the one their buffer was returned on", moved.Load(), n)
 }
+
+// TestClockIdlesWithTheProcess: while every P is idle the clock thread
+// does not wake once a millisecond, and a dispatch that runs after such a
+// spell, without blocking, still has the clock of every moment in its
+// records.
+func TestClockIdlesWithTheProcess(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{})
+	const idle = 300 * time.Millisecond
+	time.Sleep(50 * time.Millisecond) // let the goroutines of Start settle
+	ticks, idles := rtClockCounts()
+	time.Sleep(idle)
+	ticks2, idles2 := rtClockCounts()
+	if woke := ticks2 - ticks; woke >= uint64(idle/time.Millisecond)/2 {
+		t.Errorf("the clock thread ticked %d times in %v with every P idle (%d idle sleeps): it does not idle", woke, idle, idles2-idles)
+	}
+	if idles2 == 0 {
+		t.Errorf("the clock thread never idled (ticks %d → %d)", ticks, ticks2)
+	}
+	// Not one record or clock reading between the two ends but the
+	// enter and the exit: the clock must move for the spin itself.
+	const spin = 40 * time.Millisecond
+	var before, after uint64
+	Run("spin", func() {
+		before = Now()
+		rtEnter(7)
+		for start := time.Now(); time.Since(start) < spin; {
+		}
+		rtExit(7)
+		after = Now()
+	})
+	if after-before < uint64(spin/time.Millisecond)-1 {
+		t.Errorf("Now moved %d ms over a %v spin", after-before, spin)
+	}
+	var in, out uint64
+	for _, r := range c.recs["spin"] {
+		if r.ID() == 7 {
+			if r.Enter() {
+				in = r.Time()
+			} else {
+				out = r.Time()
+			}
+		}
+	}
+	if out < in+uint64(spin/time.Millisecond)-1 {
+		t.Errorf("a %v spin recorded from %d to %d ms: the clock stood still (records %v)", spin, in, out, c.recs["spin"])
+	}
+}

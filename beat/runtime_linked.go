@@ -21,6 +21,9 @@ func rtSetClock(on bool)
 //go:linkname rtGetNow runtime.matrixGetNow
 func rtGetNow() uint64
 
+//go:linkname rtClockCounts runtime.matrixClockCounts
+func rtClockCounts() (ticks, idles uint64)
+
 //go:linkname rtBoundNow runtime.matrixBoundNow
 func rtBoundNow() (ns int64, ms uint64)
 

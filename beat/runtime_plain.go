@@ -16,6 +16,7 @@ func rtSetActive(uint32)                          {}
 func rtSetClock(bool)                             {}
 func rtGetNow() uint64                            { return 0 }
 func rtBoundNow() (int64, uint64)                 { return 0, 0 }
+func rtClockCounts() (uint64, uint64)             { return 0, 0 }
 func rtSwapRing(unsafe.Pointer) unsafe.Pointer    { return nil }
 func rtSpareSwap(p unsafe.Pointer) unsafe.Pointer { return p }
 func rtProcID() uint32                            { return 0 }

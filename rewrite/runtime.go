@@ -97,6 +97,13 @@ var runtimeHooks = []stdHook{
 	{file: "proc.go", name: "exitsyscall", check: noParams, stmt: func([]string) string {
 		return "if getg().matrixBeat != nil { matrixSyscallExit() }; "
 	}},
+	// An M taking a P: Go code is about to run, which the recorder's clock
+	// thread must not sleep through (matrixClockIdle). Every taking of a P
+	// goes through wirep, which must not split the stack or write
+	// pointers: matrixClockWake does neither.
+	{file: "proc.go", name: "wirep", check: params("pp"), stmt: func([]string) string {
+		return "if matrixClockIdle.v.Load() != 0 { matrixClockWake() }; "
+	}},
 	// A goroutine made runnable: a recording one learns who woke it
 	// (matrixReady); one that a recording goroutine wakes from a receive
 	// may be a worker handed work (matrixHandoff).

@@ -36,6 +36,7 @@ func TestPatchRuntime(t *testing.T) {
 		"exitsyscall":       "()",
 		"gdestroy":          "(gp *g)",
 		"ready":             "(gp *g, traceskip int, next bool)",
+		"wirep":             "(pp *p)",
 	}
 	var proc strings.Builder
 	proc.WriteString("package runtime\n")

@@ -61,6 +61,9 @@ var matrixClk struct {
 //
 //go:nosplit
 func matrixNow() uint64 {
+	if matrixClockIdle.v.Load() != 0 {
+		matrixClockWake()
+	}
 	return matrixClockRaise(uint64(nanotime()-matrixEpoch) / 1e6)
 }
 
@@ -202,13 +205,67 @@ func init() {
 // and only the operating system's scheduler can make it late. It refreshes
 // matrixClk.now as each millisecond starts while start-up recording or beat
 // needs it, and sleeps on a note otherwise.
+//
+// While every P is idle, no goroutine runs Go code, so none writes a
+// record: the thread then idles too (matrixClockIdle) instead of waking
+// once a millisecond, which an idle service would otherwise pay for as
+// long as it runs. A goroutine runs Go code again only on an M that takes
+// a P, and wirep, which every taking of a P goes through, wakes the thread
+// first (a hook of matrixexec's): the thread announces its sleep before it
+// looks at the Ps a last time, and wirep takes the P before it looks at
+// the announcement, so one of the two sees the other. matrixNow,
+// matrixBoundNow and matrixGetNow wake it too.
 var (
 	matrixClockLock     mutex
 	matrixClockNote     note
 	matrixClockUsers    uint32 // bit 1: start-up recording, bit 2: beat
 	matrixClockStarted  bool
 	matrixClockSleeping bool
+
+	matrixClockIdleNote note
 )
+
+// matrixClockIdle.v is 1 while the clock thread idles because every P is
+// idle; the hooks read it, so it sits on a cache line of its own, written
+// only as the process goes idle and wakes.
+var matrixClockIdle struct {
+	_ [64]byte
+	v atomic.Uint32
+	_ [60]byte
+}
+
+// The clock thread idles once it has found every P idle at
+// matrixClockIdleAfter ticks in a row: a server between requests (its Ps
+// idle most of the time at a moderate rate) would otherwise idle and be
+// woken at nearly every request, a wake-up each where a tick costs one a
+// millisecond. Woken from an idle sleep, it idles again after
+// matrixClockIdleAgain ticks that find every P idle, unless one finds a P
+// at work: a periodic goroutine of an idle program (a watchdog's tick)
+// then costs a few wake-ups, not sixteen. An idle sleep lasts until a P
+// is taken, or matrixClockIdleMax (ns).
+const (
+	matrixClockIdleAfter = 16
+	matrixClockIdleAgain = 2
+	matrixClockIdleMax   = 1e9
+)
+
+// matrixClockWake ends the clock thread's idle sleep, if it still idles.
+//
+//go:nosplit
+func matrixClockWake() {
+	if matrixClockIdle.v.CompareAndSwap(1, 0) {
+		systemstack(matrixClockNotify)
+	}
+}
+
+func matrixClockNotify() { notewakeup(&matrixClockIdleNote) }
+
+// matrixAllIdle reports whether every P is idle: no goroutine runs Go code.
+//
+//go:nosplit
+func matrixAllIdle() bool {
+	return sched.npidle.Load() == gomaxprocs && sched.nmspinning.Load() == 0
+}
 
 // matrixClockSet turns the clock on or off for one user (a bit of
 // matrixClockUsers), starting the thread the first time.
@@ -219,6 +276,9 @@ func matrixClockSet(user uint32, on bool) {
 		matrixNow()
 	} else {
 		matrixClockUsers &^= user
+	}
+	if matrixClockUsers == 0 {
+		matrixClockWake() // so that it sleeps until the clock is used again
 	}
 	start := on && !matrixClockStarted
 	if start {
@@ -243,6 +303,11 @@ func matrixClockThread() {
 	sched.nmsys++
 	checkdead()
 	unlock(&sched.lock)
+	// idleTicks counts the consecutive ticks that found every P idle;
+	// idleAfter is how many make the thread idle; woke says the thread
+	// has just left an idle sleep, most likely for the goroutine that
+	// took a P, which its first look at the Ps then finds at work.
+	idleTicks, idleAfter, woke := 0, matrixClockIdleAfter, false
 	for {
 		lock(&matrixClockLock)
 		if matrixClockUsers == 0 {
@@ -260,8 +325,43 @@ func matrixClockThread() {
 		// context switch).
 		ns := nanotime() - matrixEpoch
 		matrixClockRaise(uint64(ns) / 1e6)
+		if woke {
+			woke = false
+		} else if !matrixAllIdle() {
+			idleTicks, idleAfter = 0, matrixClockIdleAfter
+		} else if idleTicks++; idleTicks >= idleAfter {
+			idleTicks, idleAfter = 0, matrixClockIdleAgain
+			// Announce the idle sleep, then look again: a goroutine that
+			// started running in between has read the flag by the time it
+			// records, and then wakes the thread at once.
+			noteclear(&matrixClockIdleNote)
+			matrixClockIdle.v.Store(1)
+			if matrixAllIdle() {
+				matrixClockIdles.Add(1)
+				notetsleep(&matrixClockIdleNote, matrixClockIdleMax)
+			}
+			if !matrixClockIdle.v.CompareAndSwap(1, 0) {
+				// Woken, or about to be: take the wake-up before the
+				// note is cleared again.
+				notesleep(&matrixClockIdleNote)
+			}
+			woke = true
+			continue
+		}
+		matrixClockTicks.Add(1)
 		usleep(uint32((1e6-ns%1e6)/1e3) + 1)
 	}
+}
+
+// matrixClockTicks and matrixClockIdles count the clock thread's sleeps of
+// a millisecond and its idle sleeps (matrixClockCounts).
+var matrixClockTicks, matrixClockIdles atomic.Uint64
+
+// matrixClockCounts returns matrixClockTicks and matrixClockIdles.
+//
+//go:linkname matrixClockCounts
+func matrixClockCounts() (ticks, idles uint64) {
+	return matrixClockTicks.Load(), matrixClockIdles.Load()
 }
 
 // matrixMainEntered is called by the hook of main.main.
@@ -398,8 +498,16 @@ func matrixSetActive(v uint32) {
 //go:linkname matrixSetClock
 func matrixSetClock(on bool) { matrixClockSet(2, on) }
 
+// matrixGetNow returns the recorder's clock; while the clock thread idles
+// (matrixClockIdle) it reads the system clock, which wakes the thread.
+//
 //go:linkname matrixGetNow
-func matrixGetNow() uint64 { return matrixClk.now }
+func matrixGetNow() uint64 {
+	if matrixClockIdle.v.Load() != 0 {
+		return matrixNow()
+	}
+	return matrixClk.now
+}
 
 // matrixBoundNow reads the monotonic clock for a bound of one of beat's
 // dispatches, moves the recorder's clock forward to it, and returns both:
@@ -408,6 +516,9 @@ func matrixGetNow() uint64 { return matrixClk.now }
 //
 //go:linkname matrixBoundNow
 func matrixBoundNow() (ns int64, ms uint64) {
+	if matrixClockIdle.v.Load() != 0 {
+		matrixClockWake()
+	}
 	ns = nanotime()
 	return ns, matrixClockRaise(uint64(ns-matrixEpoch) / 1e6)
 }
