@@ -331,9 +331,9 @@ func matrixClockThread() {
 			idleTicks, idleAfter = 0, matrixClockIdleAfter
 		} else if idleTicks++; idleTicks >= idleAfter {
 			idleTicks, idleAfter = 0, matrixClockIdleAgain
-			// Announce the idle sleep, then look again: a goroutine that
-			// started running in between has read the flag by the time it
-			// records, and then wakes the thread at once.
+			// Announce the idle sleep, then look again: an M that took a
+			// P in between reads the announcement in wirep after taking
+			// it, and wakes the thread at once.
 			noteclear(&matrixClockIdleNote)
 			matrixClockIdle.v.Store(1)
 			if matrixAllIdle() {
