@@ -739,6 +739,9 @@ func (d *Dispatch) Cost() time.Duration {
 // BeginMs and EndMs are the dispatch's bounds in record time.
 func (d *Dispatch) BeginMs() uint64 { return d.beginMs }
 
+// EndMs is the end of an ended dispatch in record time, 0 while it runs.
+func (d *Dispatch) EndMs() uint64 { return d.endMs }
+
 // cpuMark is a process CPU reading kept with a dispatch (SetCPUMark).
 type cpuMark struct {
 	ns, at int64
@@ -758,9 +761,6 @@ func (d *Dispatch) SetCPUMark(ns int64, at time.Duration) {
 func (d *Dispatch) CPUMark() (ns int64, at time.Duration, ok bool) {
 	return d.cpu.ns, time.Duration(d.cpu.at), d.cpu.set
 }
-
-// EndMs is the end of an ended dispatch in record time, 0 while it runs.
-func (d *Dispatch) EndMs() uint64 { return d.endMs }
 
 // Recorded reports whether the dispatch has a buffer.
 func (d *Dispatch) Recorded() bool { return d.data != nil }

@@ -154,9 +154,10 @@ type sceneCosts struct {
 // anyway) and cost less than shardBuckets' edge (16 ms) is counted in one
 // of sceneShards shards, chosen by the P that ends it (beat.Proc), each on
 // cache lines of its own, with atomic adds: a P writes its own shard's
-// lines, which stay in its core's cache while it serves the route; every shardBatch dispatches of a shard, and
-// before every decision, the shards' counts are folded into the histogram
-// under the lock. A decision then reads every dispatch counted before it.
+// lines, which stay in its core's cache while it serves the route. Every
+// shardBatch dispatches of a shard, and before every decision, the shards'
+// counts are folded into the histogram under the lock. A decision then
+// reads every dispatch counted before it.
 const (
 	sceneShards  = 8
 	shardBuckets = 1 + 4*bucketsPerOctave // costs under 2^14 µs, 16.4 ms
