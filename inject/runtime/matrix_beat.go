@@ -249,10 +249,15 @@ const (
 	matrixClockIdleMax   = 1e9
 )
 
-// matrixClockWake ends the clock thread's idle sleep, if it still idles.
+// matrixClockWake moves the clock to the system clock's millisecond and
+// ends the clock thread's idle sleep, if it still idles. The clock is moved
+// here, not left to the thread: the goroutine about to run may record
+// before the woken thread runs (start-up recording reads no clock at its
+// waits), and the clock may be as old as the idle spell.
 //
 //go:nosplit
 func matrixClockWake() {
+	matrixClockRaise(uint64(nanotime()-matrixEpoch) / 1e6)
 	if matrixClockIdle.v.CompareAndSwap(1, 0) {
 		systemstack(matrixClockNotify)
 	}
