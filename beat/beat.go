@@ -98,6 +98,12 @@ type recorder struct {
 	mu      sync.Mutex
 	buffers int // buffers allocated and not released
 
+	// parks says that an ended dispatch's buffer may stay with the
+	// spare dispatch its memory becomes (Dispatch.park): the bound is at
+	// least 8 buffers a P. Another P cannot take a parked buffer, and the
+	// buffers parked, at most one a P, are then at most an eighth of it.
+	parks bool
+
 	// free holds the idle buffers, by the P that returned them (see
 	// getBuffer): P i keeps them in free[i&shardMask].
 	free [runShardN]bufShard
@@ -149,7 +155,7 @@ func Start(cfg Config) error {
 	if cfg.ChildBufferSize <= 0 {
 		cfg.ChildBufferSize = DefaultChildBufferSize
 	}
-	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize)}
+	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize), parks: cfg.MaxBuffers >= 8*int(shardMask+1)}
 	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, 1<<30)))
 	rtSetClock(true)
 	cur.Store(r)
@@ -495,7 +501,7 @@ func hookRequest(d unsafe.Pointer, method, host string, tls bool) {
 // goroutine (not one started inside it, nor the start-up ring).
 func hookStatus(d unsafe.Pointer, code int) {
 	if d != rtStartupRing() && !isKid(d) {
-		(*Dispatch)(d).SetStatus(code)
+		(*Dispatch)(d).setOwnStatus(code)
 	}
 }
 

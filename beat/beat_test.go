@@ -18,7 +18,7 @@ import (
 // run both ways: plainly (go test ./...) they check the no-op contract, and
 // integration's linked.txtar runs them with -toolexec=matrixexec.
 
-func requireLinked(t *testing.T) {
+func requireLinked(t testing.TB) {
 	t.Helper()
 	if !Linked() {
 		t.Skip("needs a binary built with -toolexec=matrixexec; integration/testdata/script/linked.txtar runs it so")

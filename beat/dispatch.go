@@ -45,7 +45,7 @@ type Dispatch struct {
 	request  atomic.Pointer[Request]
 	req      Request       // the first request set, which request points to
 	reqSet   atomic.Uint32 // 1 once req is taken
-	status   atomic.Int32  // the response's status code, 0 until written
+	status   int32         // the response's status code, 0 until written (see setOwnStatus)
 	goid     uint64
 	id       uint64    // the dispatch's number in the process (ID)
 	clock    *clockRef // what Start derives the start's time.Time from
@@ -68,7 +68,11 @@ type Dispatch struct {
 	// serve another dispatch once it has ended (see recycle), unless kept
 	// says that someone else was handed the pointer.
 	reusable bool
-	kept     atomic.Bool
+	// parked says that data is an idle buffer of rec, its records
+	// cleared, kept with the ended dispatch for the dispatch that reuses
+	// its memory (see park).
+	parked bool
+	kept   atomic.Bool
 }
 
 // spareDispatch returns an ended dispatch that nothing refers to any more,
@@ -91,7 +95,14 @@ func putSpare(d *Dispatch) {
 	if raceEnabled {
 		spareSync.Add(1) // see spareSync
 	}
-	rtSpareSwap(unsafe.Pointer(d))
+	if old := (*Dispatch)(rtSpareSwap(unsafe.Pointer(d))); old != nil && old.parked {
+		// The spare replaced (or d itself, on a P without a slot) gives
+		// its buffer back.
+		if raceEnabled {
+			spareSync.Load()
+		}
+		old.unpark()
+	}
 }
 
 // spareSync tells the race detector what the runtime's swap of a P's spare
@@ -114,12 +125,46 @@ func (d *Dispatch) keep() {
 // own goroutine, which records into it no longer (its buffer is released,
 // so no reader copies from it), and it started no goroutine (whose ring
 // would refer to it). stop reports the second condition.
+//
+// A parked buffer stays with the spare, for the next dispatch the P
+// begins; a dispatch that is not recycled returns it to the pool.
 func (d *Dispatch) recycle() {
-	if !d.reusable || d.kept.Load() || atomic.LoadUint32(&d.ring.Kids) != 0 || d.data != nil {
+	if !d.reusable || d.kept.Load() || atomic.LoadUint32(&d.ring.Kids) != 0 || d.data != nil && !d.parked {
+		if d.parked {
+			d.unpark()
+		}
 		return
 	}
+	data, rec, parked := d.data, d.rec, d.parked
 	*d = Dispatch{}
+	if parked {
+		d.data, d.rec, d.parked = data, rec, true
+	}
 	putSpare(d)
+}
+
+// park keeps the buffer of a dispatch that is about to be recycled (see
+// finish) with it, its records cleared as putBuffer clears them: the next
+// dispatch begun on the P takes it with the spare, and neither takes the
+// lock of a free list. It reports whether it kept it: the recorder parks
+// buffers only while it runs, and only when its bound leaves room for an
+// idle buffer on every P (recorder.parks), since a P cannot take the
+// buffer parked with another P's spare.
+func (d *Dispatch) park() bool {
+	r := d.rec
+	if !r.parks || cur.Load() != r || len(d.data) != r.size {
+		return false
+	}
+	clear(d.data[:min(atomic.LoadUint64(&d.ring.N), uint64(len(d.data)))])
+	d.releaseKids()
+	d.parked = true
+	return true
+}
+
+// unpark returns a parked buffer to its recorder's pool.
+func (d *Dispatch) unpark() {
+	d.rec.putBuffer(d.data, 0)
+	d.data, d.parked = nil, false
 }
 
 // Begin starts a dispatch on the calling goroutine and returns it; it
@@ -156,8 +201,17 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 		reap()
 	}
 	var d *Dispatch
+	var data []uint64
 	if reusable {
 		d = spareDispatch()
+		if d.parked {
+			if d.rec == r {
+				data = d.data
+				d.data, d.parked = nil, false
+			} else {
+				d.unpark() // a buffer of a recorder since stopped
+			}
+		}
 	} else {
 		d = new(Dispatch)
 	}
@@ -169,7 +223,10 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	settle(goid, at)
 	d.ring.Frame = at.depth
 	shard := rtProcID() & shardMask
-	d.data = r.getBuffer(shard)
+	if data == nil {
+		data = r.getBuffer(shard)
+	}
+	d.data = data
 	if d.data != nil {
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)
 		d.ring.MaxKids = uint32(r.cfg.MaxChildren)
@@ -360,9 +417,12 @@ func (d *Dispatch) finish(free, sole bool) {
 		if sole && d.reusable && !d.kept.Load() {
 			// Nothing but the recorder has the dispatch: its observers
 			// copied its records above, and no one else can be copying
-			// them now, nor releasing it.
-			d.releaseData(d.data)
-			d.data = nil
+			// them now, nor releasing it. Its buffer stays with it
+			// for its next use if it can (park).
+			if d.data == nil || !d.park() {
+				d.releaseData(d.data)
+				d.data = nil
+			}
 			return
 		}
 		d.release()
@@ -622,8 +682,28 @@ func (d *Dispatch) Request() (Request, bool) {
 // code of at least 200 is kept (a server sends one final status).
 func (d *Dispatch) SetStatus(code int) {
 	if d != nil && code >= 200 && code <= 999 {
-		d.status.CompareAndSwap(0, int32(code))
+		atomic.CompareAndSwapInt32(&d.status, 0, int32(code))
 	}
+}
+
+// setOwnStatus is SetStatus on the dispatch's own goroutine, where a
+// patched net/http server writes every response's header (hookStatus).
+// That goroutine writes the first code with a plain store, outside
+// race-enabled builds: a compare-and-swap is a locked instruction, which
+// waits there for all of the handler's stores to drain (half a percent of
+// a loaded server's CPU). The status is one aligned word, which readers
+// load atomically: they see 0 or the code. SetStatus from another
+// goroutine at the same instant may then be overwritten, where otherwise
+// the first of the two would be kept.
+func (d *Dispatch) setOwnStatus(code int) {
+	if code < 200 || code > 999 || atomic.LoadInt32(&d.status) != 0 {
+		return
+	}
+	if raceEnabled {
+		atomic.CompareAndSwapInt32(&d.status, 0, int32(code))
+		return
+	}
+	d.status = int32(code)
 }
 
 // Status returns the status code set by SetStatus, or 0.
@@ -631,7 +711,7 @@ func (d *Dispatch) Status() int {
 	if d == nil {
 		return 0
 	}
-	return int(d.status.Load())
+	return int(atomic.LoadInt32(&d.status))
 }
 
 // TraceParent returns the trace context set by SetTraceParent, or "". It

@@ -22,6 +22,15 @@ func TestDispatchRequestAndStatus(t *testing.T) {
 	if d.Status() != 503 {
 		t.Errorf("status %d, want the first final one, 503", d.Status())
 	}
+	// The server's own goroutine writes the status without a
+	// compare-and-swap, with the same rule.
+	own := &Dispatch{}
+	for _, code := range []int{100, 103, 1000, 404, 200, 503} {
+		own.setOwnStatus(code)
+	}
+	if own.Status() != 404 {
+		t.Errorf("own status %d, want the first final one, 404", own.Status())
+	}
 	// What the client controls is bounded.
 	d.SetRequest(Request{Method: strings.Repeat("X", 33), Host: strings.Repeat("h", 300), Scheme: "http"})
 	if r, _ := d.Request(); r.Method != "_OTHER" || r.Host != "" {

@@ -67,7 +67,9 @@ func (h held) check(t *testing.T) {
 func startReuse(t *testing.T) {
 	t.Helper()
 	requireLinked(t)
-	if err := Start(Config{MaxBuffers: 8, BufferSize: 1 << 10}); err != nil {
+	// A bound of 8 buffers a P: the buffers of recycled dispatches stay
+	// with them (Dispatch.park).
+	if err := Start(Config{MaxBuffers: 8 * int(shardMask+1), BufferSize: 1 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	o := &transientObserver{}
@@ -246,4 +248,105 @@ func TestObserverListBegins(t *testing.T) {
 	if len(l.list) != 2 || len(l.begins) != 1 || l.begins[0] != Observer(loud) {
 		t.Errorf("observers %v, called at begin %v; want both, and only the unmarked one at begin", l.list, l.begins)
 	}
+}
+
+// A served dispatch's buffer stays with its memory, the P's spare, for the
+// next dispatch begun on the P: cleared, still counted in the recorder's
+// buffers, and given back when the spare is not reused for the recorder.
+func TestParkedBuffers(t *testing.T) {
+	startReuse(t)
+	// parked takes the spare of the P the goroutine runs on after a
+	// served dispatch, until one holds a parked buffer.
+	parked := func() *Dispatch {
+		for i := 0; i < 100; i++ {
+			served("park", func() {
+				for j := 0; j < 300; j++ {
+					Enter(100)
+					Exit(100)
+				}
+			})
+			if d := (*Dispatch)(rtSpareSwap(nil)); d != nil {
+				if d.parked {
+					return d
+				}
+				putSpare(d)
+			}
+		}
+		return nil
+	}
+	d := parked()
+	if d == nil {
+		t.Fatal("no served dispatch left its buffer with its spare")
+	}
+	r := cur.Load()
+	if d.rec != r || len(d.data) != r.size {
+		t.Fatalf("parked buffer of %p, %d words; the recorder is %p, buffers of %d", d.rec, len(d.data), r, r.size)
+	}
+	for i, w := range d.data {
+		if w != 0 {
+			t.Fatalf("parked buffer not cleared: word %d is %#x", i, w)
+		}
+	}
+	putSpare(d)
+
+	// Dispatches one after another take the parked buffers: the pool
+	// makes no more than one a P.
+	lost := ReadStats().NotRecorded
+	addresses(200)
+	if st := ReadStats(); st.Buffers > int(shardMask+1) || st.NotRecorded != lost {
+		t.Errorf("after 200 dispatches one after another: %d buffers (Ps: %d), %d not recorded", st.Buffers, shardMask+1, st.NotRecorded-lost)
+	}
+
+	// A new recorder (of larger buffers) does not record into the
+	// buffers of a stopped one.
+	if d = parked(); d == nil {
+		t.Fatal("no parked buffer")
+	}
+	oldBuf := unsafe.Pointer(&d.data[0])
+	putSpare(d)
+	Stop()
+	if err := Start(Config{MaxBuffers: 8 * int(shardMask+1), BufferSize: 1 << 11}); err != nil {
+		t.Fatal(err)
+	}
+	var bufs []unsafe.Pointer
+	for i := 0; i < 50; i++ {
+		served("next", func() { bufs = append(bufs, (*Dispatch)(rtCurrent()).ring.Buf) })
+	}
+	if contains(bufs, oldBuf) {
+		t.Error("a dispatch of the new recorder recorded into a buffer of the stopped one")
+	}
+	if st := ReadStats(); st.Buffers > int(shardMask+1) || st.NotRecorded != lost {
+		t.Errorf("new recorder: %d buffers, %d not recorded", st.Buffers, st.NotRecorded-lost)
+	}
+}
+
+// BenchmarkServedDispatch measures a dispatch begun and ended as a patched
+// server does it (reused, with its buffer), with one recorded call, on one
+// P and on every P at once (-cpu 1,2,…).
+func BenchmarkServedDispatch(b *testing.B) {
+	requireLinked(b)
+	if err := Start(Config{}); err != nil {
+		b.Fatal(err)
+	}
+	o := &transientObserver{}
+	AddObserver(o)
+	defer func() { RemoveObserver(o); Stop() }()
+	body := func() {
+		Enter(100)
+		Exit(100)
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			served("fast", body)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				served("fast", body)
+			}
+		})
+	})
 }
