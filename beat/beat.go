@@ -162,7 +162,7 @@ func Start(cfg Config) error {
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
 	rtSetSceneRefHook(hookSceneRef)
 	rtSetTraceParentHook(hookTraceParent)
-	rtSetRequestHooks(hookRequest, hookStatus)
+	rtSetRequestHooks(hookBeginRequest, hookStatus)
 	rtSetBoundHook(hookBound)
 	rtSetActive(1)
 	return nil
@@ -429,7 +429,7 @@ func RemoveObserver(o Observer) {
 //
 //go:noinline
 func hookBegin(kind int, name string) unsafe.Pointer {
-	return unsafe.Pointer(begin(Kind(kind), name, 3, true))
+	return unsafe.Pointer(begin(Kind(kind), name, 3, true, "", "", ""))
 }
 
 func hookEnd(d unsafe.Pointer, scene string) {
@@ -486,14 +486,14 @@ func hookTraceParent(d unsafe.Pointer, tp string) {
 	(*Dispatch)(d).SetTraceParent(tp)
 }
 
-// hookRequest records the method, host and scheme of the request a patched
-// net/http server began the dispatch d for.
-func hookRequest(d unsafe.Pointer, method, host string, tls bool) {
+// hookBeginRequest begins the dispatch of a request a patched net/http
+// server serves, with the request's method, host and scheme.
+func hookBeginRequest(kind int, name, method, host string, tls bool) unsafe.Pointer {
 	scheme := "http"
 	if tls {
 		scheme = "https"
 	}
-	(*Dispatch)(d).setRequest(method, host, scheme)
+	return unsafe.Pointer(begin(Kind(kind), name, 3, true, method, host, scheme))
 }
 
 // hookStatus records the status code of a response written on the

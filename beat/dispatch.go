@@ -42,10 +42,10 @@ type Dispatch struct {
 	name     string
 	scene    atomic.Pointer[string]
 	traceCtx atomic.Pointer[string] // the request's W3C traceparent, as received
-	request  atomic.Pointer[Request]
-	req      Request       // the first request set, which request points to
-	reqSet   atomic.Uint32 // 1 once req is taken
-	status   int32         // the response's status code, 0 until written (see setOwnStatus)
+	request  unsafe.Pointer         // *Request, read and written atomically once published
+	req      Request                // the first request set, which request points to
+	reqSet   uint32                 // 1 once req is taken (atomic once published)
+	status   int32                  // the response's status code, 0 until written (see setOwnStatus)
 	goid     uint64
 	id       uint64    // the dispatch's number in the process (ID)
 	clock    *clockRef // what Start derives the start's time.Time from
@@ -185,14 +185,16 @@ func (d *Dispatch) unpark() {
 //go:noinline
 func Begin(kind Kind, name string) *Dispatch {
 	// begin, Begin, and Begin's caller, which begins the dispatch.
-	return begin(kind, name, 2, false)
+	return begin(kind, name, 2, false, "", "", "")
 }
 
 // begin starts a dispatch whose beginning frame is skip frames above it;
-// reusable is the dispatch's (see Dispatch.reusable).
+// reusable is the dispatch's (see Dispatch.reusable). A method other
+// than "" is that of the request the dispatch serves, with its host and
+// scheme (see setRequest).
 //
 //go:noinline
-func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
+func begin(kind Kind, name string, skip int, reusable bool, method, host, scheme string) *Dispatch {
 	r := cur.Load()
 	if r == nil {
 		return nil
@@ -217,6 +219,14 @@ func begin(kind Kind, name string, skip int, reusable bool) *Dispatch {
 	}
 	goid := rtGoid()
 	d.kind, d.name, d.rec, d.goid, d.reusable = kind, name, r, goid, reusable
+	if method != "" {
+		// No other goroutine can see the dispatch yet: the request is
+		// written plainly, where setRequest takes a compare-and-swap and
+		// an atomic store.
+		d.req = Request{Method: method, Host: host, Scheme: scheme}
+		d.reqSet = 1
+		d.request = unsafe.Pointer(&d.req)
+	}
 	// The site is found in place: it is 88 bytes.
 	at := &d.site
 	at.depth, at.entry, at.n = rtFrame(skip, at.pcs[:])
@@ -621,21 +631,21 @@ func (d *Dispatch) SetRequest(r Request) {
 	d.setRequest(r.Method, r.Host, r.Scheme)
 }
 
-// setRequest is SetRequest with the request's fields, as the patched
-// net/http server hands them (hookRequest): the request is built once,
-// where it is kept.
+// setRequest is SetRequest with the request's fields: the request is
+// built once, where it is kept. A dispatch of a patched net/http server
+// has its request from the start (begin).
 func (d *Dispatch) setRequest(method, host, scheme string) {
 	// The bounds are applied where the request is read (Request), for the
 	// few dispatches that are reported, rather than here for every
 	// request: a host's check is a load per byte.
-	if d.reqSet.CompareAndSwap(0, 1) {
+	if atomic.CompareAndSwapUint32(&d.reqSet, 0, 1) {
 		// The first request is kept in the dispatch itself (a server
 		// sets one per dispatch): written before it is published.
 		d.req = Request{Method: method, Host: host, Scheme: scheme}
-		d.request.Store(&d.req)
+		atomic.StorePointer(&d.request, unsafe.Pointer(&d.req))
 		return
 	}
-	d.request.Store(&Request{Method: method, Host: host, Scheme: scheme})
+	atomic.StorePointer(&d.request, unsafe.Pointer(&Request{Method: method, Host: host, Scheme: scheme}))
 }
 
 // validHost reports whether host has only bytes a host (a DNS name or an
@@ -665,7 +675,7 @@ func (d *Dispatch) Request() (Request, bool) {
 	if d == nil {
 		return Request{}, false
 	}
-	if p := d.request.Load(); p != nil {
+	if p := (*Request)(atomic.LoadPointer(&d.request)); p != nil {
 		r := *p
 		if len(r.Method) > maxMethodLen {
 			r.Method = "_OTHER"

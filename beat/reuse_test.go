@@ -350,3 +350,48 @@ func BenchmarkServedDispatch(b *testing.B) {
 		})
 	})
 }
+
+// requestObserver notes the request each dispatch has when it begins.
+type requestObserver struct {
+	mu    sync.Mutex
+	begun []Request
+}
+
+func (o *requestObserver) DispatchBegin(d *Dispatch) {
+	r, _ := d.Request()
+	o.mu.Lock()
+	o.begun = append(o.begun, r)
+	o.mu.Unlock()
+}
+func (o *requestObserver) DispatchEnd(*Dispatch) {}
+
+// A patched net/http server begins a request's dispatch with the request:
+// observers see it from the start, and so would a report of a request
+// stuck before its handler ran. The dispatch is the caller's, ended at
+// its return.
+func TestServedDispatchHasItsRequestFromTheStart(t *testing.T) {
+	startReuse(t)
+	o := &requestObserver{}
+	AddObserver(o)
+	defer RemoveObserver(o)
+	var got []Request
+	for _, tls := range []bool{false, true} {
+		func() {
+			if d := rtDispatchBeginRequest(int(KindHTTP), "http", "POST", "shop:8443", tls); d != nil {
+				defer rtDispatchEnd(d, "")
+			}
+			r, ok := Current().Request()
+			if !ok {
+				t.Fatal("the served dispatch has no request")
+			}
+			got = append(got, r)
+		}()
+		if Current() != nil {
+			t.Fatal("the dispatch outlived the frame that began it")
+		}
+	}
+	want := []Request{{Method: "POST", Host: "shop:8443", Scheme: "http"}, {Method: "POST", Host: "shop:8443", Scheme: "https"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(o.begun) != fmt.Sprint(want) {
+		t.Errorf("requests %v, at the dispatches' begin %v; want %v", got, o.begun, want)
+	}
+}

@@ -83,7 +83,7 @@ func rtInUse(p unsafe.Pointer) bool
 func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))
 
 //go:linkname rtSetRequestHooks runtime.matrixSetRequestHooks
-func rtSetRequestHooks(req func(d unsafe.Pointer, method, host string, tls bool), status func(d unsafe.Pointer, code int))
+func rtSetRequestHooks(begin func(kind int, name, method, host string, tls bool) unsafe.Pointer, status func(d unsafe.Pointer, code int))
 
 //go:linkname rtSetBoundHook runtime.matrixSetBoundHook
 func rtSetBoundHook(f func(kind int, a, b, c string, v any, buf *boundBuf) int)
@@ -105,6 +105,9 @@ func rtKidsLive() uint32
 
 //go:linkname rtDispatchBegin runtime.matrixDispatchBegin
 func rtDispatchBegin(kind int, name string) unsafe.Pointer
+
+//go:linkname rtDispatchBeginRequest runtime.matrixDispatchBeginRequest
+func rtDispatchBeginRequest(kind int, name, method, host string, tls bool) unsafe.Pointer
 
 //go:linkname rtDispatchEnd runtime.matrixDispatchEnd
 func rtDispatchEnd(d unsafe.Pointer, scene string)

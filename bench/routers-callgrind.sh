@@ -35,7 +35,7 @@ sleep 0.5
 f=$TMP/cg.out.1 # the dump: from the zeroing to here
 callgrind_annotate --tree=none --inclusive=yes --threshold=100 "$f" 2>/dev/null | awk -v R="$req" -v B="$(basename "$BIN")" -v RT="$ROUTER" '
 	/PROGRAM TOTALS/ { x = $1; gsub(",", "", x); total = x / R }
-	/:runtime\.matrix(DispatchBegin|DispatchEnd|DispatchRequest|DispatchStatus|Enter|Exit) \[/ || /__matrix_rt_route \[/ {
+	/:runtime\.matrix(DispatchBeginRequest|DispatchBegin|DispatchEnd|DispatchRequest|DispatchStatus|Enter|Exit) \[/ || /__matrix_rt_route \[/ {
 		x = $1; gsub(",", "", x); n = $0; sub(/ \[.*/, "", n); sub(/.*[.:]/, "", n); v[n] = x / R; s += x / R
 	}
 	# The ANR watchdog ticks at a fixed rate: counted apart, per request.

@@ -898,24 +898,32 @@ func matrixDispatchTraceParent(d unsafe.Pointer, tp string) {
 	}
 }
 
-// The method, host and scheme of the request a patched net/http server
-// began a dispatch for, and the status code of its response, reach the
-// dispatch through these hooks; beat installs them when it starts.
+// A patched net/http server begins a request's dispatch with the request's
+// method, host and scheme (matrixDispatchBeginRequest), and gives its
+// response's status code to it, through these hooks; beat installs them
+// when it starts.
 var (
-	matrixRequestHook func(d unsafe.Pointer, method, host string, tls bool)
-	matrixStatusHook  func(d unsafe.Pointer, code int)
+	matrixBeginRequestHook func(kind int, name, method, host string, tls bool) unsafe.Pointer
+	matrixStatusHook       func(d unsafe.Pointer, code int)
 )
 
 //go:linkname matrixSetRequestHooks
-func matrixSetRequestHooks(req func(d unsafe.Pointer, method, host string, tls bool), status func(d unsafe.Pointer, code int)) {
-	matrixRequestHook, matrixStatusHook = req, status
+func matrixSetRequestHooks(begin func(kind int, name, method, host string, tls bool) unsafe.Pointer, status func(d unsafe.Pointer, code int)) {
+	matrixBeginRequestHook, matrixStatusHook = begin, status
 }
 
-//go:linkname matrixDispatchRequest
-func matrixDispatchRequest(d unsafe.Pointer, method, host string, tls bool) {
-	if h := matrixRequestHook; h != nil && d != nil {
-		h(d, method, host, tls)
+// matrixDispatchBeginRequest is matrixDispatchBegin for a server's request:
+// the dispatch has the request's method, host and scheme from its start,
+// written before any other goroutine can see it. It is never inlined, as
+// matrixDispatchBegin.
+//
+//go:linkname matrixDispatchBeginRequest
+//go:noinline
+func matrixDispatchBeginRequest(kind int, name, method, host string, tls bool) unsafe.Pointer {
+	if h := matrixBeginRequestHook; h != nil && matrixOn.v != 0 {
+		return h(kind, name, method, host, tls)
 	}
+	return nil
 }
 
 // matrixDispatchStatus gives the status code of a response written on the

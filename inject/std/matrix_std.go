@@ -41,8 +41,8 @@ func __matrix_first(v []string) string {
 	return v[0]
 }
 
-//go:linkname __matrix_request runtime.matrixDispatchRequest
-func __matrix_request(d __matrix_unsafe.Pointer, method, host string, tls bool)
+//go:linkname __matrix_begin_request runtime.matrixDispatchBeginRequest
+func __matrix_begin_request(kind int, name, method, host string, tls bool) __matrix_unsafe.Pointer
 
 //go:linkname __matrix_status runtime.matrixDispatchStatus
 func __matrix_status(code int)
