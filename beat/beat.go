@@ -299,11 +299,10 @@ func (sh *bufShard) pop() []uint64 {
 	return b
 }
 
-// putBuffer returns a buffer in which n records were written. The records
-// are cleared, so that a reader of the next dispatch to use it can never
-// see one of them.
+// putBuffer returns a buffer in which n records were written, its records
+// cleared (clearRecords).
 func (r *recorder) putBuffer(b []uint64, n uint64) {
-	clear(b[:min(n, uint64(len(b)))])
+	clearRecords(b, n)
 	if cur.Load() != r || len(b) != r.size {
 		r.mu.Lock()
 		r.buffers-- // stopped or resized: let it go
@@ -314,6 +313,13 @@ func (r *recorder) putBuffer(b []uint64, n uint64) {
 	sh.mu.Lock()
 	sh.bs = append(sh.bs, b)
 	sh.mu.Unlock()
+}
+
+// clearRecords clears the n records written to buffer b (n counts every
+// record since the buffer was taken, so it may exceed its length), so that
+// a reader of the next dispatch to use it can never see one of them.
+func clearRecords(b []uint64, n uint64) {
+	clear(b[:min(n, uint64(len(b)))])
 }
 
 // Stats are the recorder's counters.

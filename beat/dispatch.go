@@ -155,7 +155,7 @@ func (d *Dispatch) park() bool {
 	if !r.parks || cur.Load() != r || len(d.data) != r.size {
 		return false
 	}
-	clear(d.data[:min(atomic.LoadUint64(&d.ring.N), uint64(len(d.data)))])
+	clearRecords(d.data, atomic.LoadUint64(&d.ring.N))
 	d.releaseKids()
 	d.parked = true
 	return true
@@ -208,8 +208,7 @@ func begin(kind Kind, name string, skip int, reusable bool, method, host, scheme
 		d = spareDispatch()
 		if d.parked {
 			if d.rec == r {
-				data = d.data
-				d.data, d.parked = nil, false
+				data, d.parked = d.data, false // d.data is set below
 			} else {
 				d.unpark() // a buffer of a recorder since stopped
 			}
