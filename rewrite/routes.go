@@ -202,23 +202,33 @@ var routeRules = map[string][]routeRule{
 	}},
 	// gRPC: every unary and streaming call the server handles, and every
 	// call a client makes, every message a client stream sends or receives
-	// (a boundary named by its method and target). Newer releases handle
-	// unary and streaming calls in one function (processRPC).
-	"google.golang.org/grpc": {{
-		needs: grpcNeeds,
-		hooks: slices.Concat(grpcClientHooks, []routeHook{
-			{recv: "Server", name: "processRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo",
-				text: rpcCall},
-		}),
-	}, {
-		needs: grpcNeeds,
-		hooks: slices.Concat(grpcClientHooks, []routeHook{
-			{recv: "Server", name: "processUnaryRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, md *MethodDesc, trInfo *traceInfo",
-				text: rpcCall},
-			{recv: "Server", name: "processStreamingRPC", params: "ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo",
-				text: rpcCall},
-		}),
-	}},
+	// (a boundary named by its method and target). The server's shape
+	// changed twice: releases up to v1.59 handle a call with the server
+	// transport and a *transport.Stream, v1.60 to v1.68 add the context
+	// before them, v1.69 on take a *transport.ServerStream alone, and the
+	// newest handle unary and streaming calls in one function
+	// (processRPC). Each stream has a Method.
+	"google.golang.org/grpc": {
+		grpcServer("processRPC", "ctx context.Context, stream *transport.ServerStream"),
+		grpcServer("", "ctx context.Context, stream *transport.ServerStream"),
+		grpcServer("", "ctx context.Context, t transport.ServerTransport, stream *transport.Stream"),
+		grpcServer("", "t transport.ServerTransport, stream *transport.Stream"),
+	},
+}
+
+// grpcServer returns a rule of gRPC's: its client hooks, and the server's
+// dispatch of each call in fn (unary and streaming calls alike), or in
+// processUnaryRPC and processStreamingRPC if fn is "", whose parameters
+// begin with lead.
+func grpcServer(fn, lead string) routeRule {
+	const info, trace = ", info *serviceInfo, ", ", trInfo *traceInfo"
+	streaming := routeHook{recv: "Server", name: fn, params: lead + info + "sd *StreamDesc" + trace, text: rpcCall}
+	if fn != "" {
+		return routeRule{needs: grpcNeeds, hooks: slices.Concat(grpcClientHooks, []routeHook{streaming})}
+	}
+	streaming.name = "processStreamingRPC"
+	unary := routeHook{recv: "Server", name: "processUnaryRPC", params: lead + info + "md *MethodDesc" + trace, text: rpcCall}
+	return routeRule{needs: grpcNeeds, hooks: slices.Concat(grpcClientHooks, []routeHook{unary, streaming})}
 }
 
 // grpcNeeds are the members gRPC's hooks use, in every release they fit.
@@ -334,7 +344,7 @@ func patchRoutesWith(pkg string, rule routeRule, files []string, dir string) (ou
 				if !ok || fd.Body == nil || fd.Name.Name != hook.name || recvTypeName(fd) != hook.recv {
 					continue
 				}
-				if got := paramList(fset, fd.Type.Params); got != "("+hook.params+")" {
+				if got := paramList(fset, fd.Type.Params); !sameParams(got, "("+hook.params+")") {
 					return files, fmt.Sprintf("%s has the parameters %s, not (%s)", hookName(stdHook{recv: hook.recv, name: hook.name}), got, hook.params), nil
 				}
 				if hook.after == "" && hook.before == "" {
@@ -447,6 +457,13 @@ func findStmt(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {
 		return true
 	})
 	return found
+}
+
+// sameParams reports whether parameter lists got and want, as paramList
+// prints them, are the same: any and interface{} are one type, and
+// releases of a package written before Go 1.18 spell it interface{}.
+func sameParams(got, want string) bool {
+	return got == want || strings.ReplaceAll(got, "interface{}", "any") == want
 }
 
 // paramList prints a parameter list: "(a, b string, c T)".

@@ -8,6 +8,7 @@ import (
 	"go/types"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -187,6 +188,12 @@ type CallHdr struct{ Method string }
 type ServerStream struct{ method string }
 
 func (s *ServerStream) Method() string { return s.method }
+
+type ServerTransport interface{ Close(error) }
+
+type Stream struct{ method string }
+
+func (s *Stream) Method() string { return s.method }
 `
 
 // grpcImporter imports grpcTransport for gRPC's internal/transport, and
@@ -279,6 +286,56 @@ func TestPatchRoutesGRPC(t *testing.T) {
 		strings.Count(string(out), "__matrix_rt_call(") != 1 || strings.Count(string(out), "__matrix_rt_bound(") != 5 {
 		t.Errorf("processRPC shape: patched file\n%s", out)
 	}
+	// Older releases handle a call with the server transport and a
+	// *transport.Stream, from v1.60 after the context, and those before
+	// Go 1.18 spell any interface{}: each shape fits, with a dispatch in
+	// both server functions, and the patched package compiles.
+	for _, tc := range []struct{ name, lead string }{
+		{"v1.60", "ctx context.Context, t transport.ServerTransport, stream *transport.Stream"},
+		{"v1.50", "t transport.ServerTransport, stream *transport.Stream"},
+	} {
+		old := strings.ReplaceAll(grpcShape, "ctx context.Context, stream *transport.ServerStream", tc.lead)
+		if tc.name == "v1.50" {
+			old = strings.ReplaceAll(strings.ReplaceAll(old, "m any)", "m interface{})"), "args, reply any,", "args, reply interface{},")
+		}
+		src := filepath.Join(t.TempDir(), "stream.go")
+		if err := os.WriteFile(src, []byte(old), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files, note, err := PatchRoutes("google.golang.org/grpc", []string{src}, t.TempDir())
+		if err != nil || note != "" {
+			t.Fatalf("%s shape: note %q, err %v", tc.name, note, err)
+		}
+		out, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fn := range []string{"processUnaryRPC", "processStreamingRPC"} {
+			if !regexp.MustCompile(`func \(s \*Server\) ` + fn + `\(` + regexp.QuoteMeta(tc.lead) + `, [^{]*\{` + regexp.QuoteMeta(rpcCall)).Match(out) {
+				t.Errorf("%s shape: %s has no dispatch:\n%s", tc.name, fn, out)
+			}
+		}
+		if n := strings.Count(string(out), "__matrix_rt_call("); n != 2 {
+			t.Errorf("%s shape: %d dispatches, want 2", tc.name, n)
+		}
+		if n := strings.Count(string(out), "__matrix_rt_bound("); n != 5 {
+			t.Errorf("%s shape: %d boundaries, want 5", tc.name, n)
+		}
+		fset := token.NewFileSet()
+		tf, err := parser.ParseFile(fset, "transport.go", grpcTransport, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := (&types.Config{}).Check("google.golang.org/grpc/internal/transport", fset, []*ast.File{tf}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf := types.Config{Importer: grpcImporter{transport: tp, std: importer.Default()}}
+		if _, err := conf.Check("grpc", fset, parseFiles(t, fset, files), nil); err != nil {
+			t.Errorf("%s shape: the patched package does not type-check: %v", tc.name, err)
+		}
+	}
+
 	// A package with neither shape is left alone, and the note says what
 	// each shape missed.
 	neither := filepath.Join(t.TempDir(), "stream.go")
