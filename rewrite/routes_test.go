@@ -210,6 +210,24 @@ func (im grpcImporter) Import(path string) (*types.Package, error) {
 	return im.std.Import(path)
 }
 
+// checkGRPC type-checks a patched gRPC package made of files, with
+// grpcTransport for its internal/transport.
+func checkGRPC(t *testing.T, files []string) error {
+	t.Helper()
+	fset := token.NewFileSet()
+	tf, err := parser.ParseFile(fset, "transport.go", grpcTransport, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := (&types.Config{}).Check("google.golang.org/grpc/internal/transport", fset, []*ast.File{tf}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := types.Config{Importer: grpcImporter{transport: tp, std: importer.Default()}}
+	_, err = conf.Check("grpc", fset, parseFiles(t, fset, files), nil)
+	return err
+}
+
 // TestPatchRoutesGRPC: gRPC's client calls get their boundaries, a client
 // stream's SendMsg, RecvMsg (after the binary log's call to Header) and
 // Header theirs, which a unary call's stream does not open; the patched
@@ -246,18 +264,7 @@ func TestPatchRoutesGRPC(t *testing.T) {
 		t.Errorf("%d boundaries in the patched file, want 5 (Invoke, NewStream, SendMsg, RecvMsg, Header)", n)
 	}
 
-	fset := token.NewFileSet()
-	tf, err := parser.ParseFile(fset, "transport.go", grpcTransport, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := (&types.Config{}).Check("google.golang.org/grpc/internal/transport", fset, []*ast.File{tf}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	astFiles := parseFiles(t, fset, files)
-	conf := types.Config{Importer: grpcImporter{transport: tp, std: importer.Default()}}
-	if _, err := conf.Check("grpc", fset, astFiles, nil); err != nil {
+	if err := checkGRPC(t, files); err != nil {
 		t.Errorf("the patched package does not type-check: %v", err)
 	}
 
@@ -321,17 +328,7 @@ func TestPatchRoutesGRPC(t *testing.T) {
 		if n := strings.Count(string(out), "__matrix_rt_bound("); n != 5 {
 			t.Errorf("%s shape: %d boundaries, want 5", tc.name, n)
 		}
-		fset := token.NewFileSet()
-		tf, err := parser.ParseFile(fset, "transport.go", grpcTransport, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp, err := (&types.Config{}).Check("google.golang.org/grpc/internal/transport", fset, []*ast.File{tf}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conf := types.Config{Importer: grpcImporter{transport: tp, std: importer.Default()}}
-		if _, err := conf.Check("grpc", fset, parseFiles(t, fset, files), nil); err != nil {
+		if err := checkGRPC(t, files); err != nil {
 			t.Errorf("%s shape: the patched package does not type-check: %v", tc.name, err)
 		}
 	}
