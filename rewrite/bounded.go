@@ -56,9 +56,12 @@ func (b *boundProver) bounded(fn ast.Node) bool {
 // body reports whether a function body is bounded, not counting the bodies
 // of the function literals it creates (creating one is bounded; calling
 // one is a call).
-func (b *boundProver) body(body *ast.BlockStmt) bool {
+func (b *boundProver) body(body *ast.BlockStmt) bool { return b.node(body) }
+
+// node reports whether a statement or block is bounded by the rule above.
+func (b *boundProver) node(node ast.Node) bool {
 	ok := true
-	ast.Inspect(body, func(n ast.Node) bool {
+	ast.Inspect(node, func(n ast.Node) bool {
 		if !ok {
 			return false
 		}
@@ -147,4 +150,93 @@ func boundedStd(fn *types.Func) bool {
 		return ok && named.Obj().Name() != "Value"
 	}
 	return boundedStdFuncs[path][fn.Name()]
+}
+
+// A bounded prefix.
+//
+// A function that is not bounded often starts with guards that are: in
+//
+//	func unrollIndent(p *parser, column int) bool {
+//		if p.flowLevel > 0 {
+//			return true
+//		}
+//		for p.indent > column { … }
+//		…
+//	}
+//
+// most calls return at the first statement, and would pay the entry and the
+// exit check on the way. The entry hook goes after the function's leading
+// statements that are bounded, up to the last of them that holds a return:
+// a call that leaves there is not recorded, as a call to a bounded function
+// is not, and its time shows in its caller's frame. The statements before
+// the hook are the plain code, and their returns have no exit hooks. A
+// prefix statement declares nothing in the function's scope (the hook's
+// position would not change a scope, but keeping them out keeps the body
+// that follows as it was), has no label (a goto after the hook could jump
+// back over it) and does not call recover.
+
+// prefix returns the number of leading statements of body that run before
+// the entry hook: bounded, declaring and labelling nothing, not calling
+// recover, up to the last one that holds a return statement. Zero if none.
+func (b *boundProver) prefix(body *ast.BlockStmt) int {
+	n := 0
+	for i, s := range body.List {
+		if !b.prefixStmt(s) {
+			break
+		}
+		if holdsReturn(s) {
+			n = i + 1
+		}
+	}
+	return n
+}
+
+// prefixStmt reports whether statement s may run before the entry hook.
+func (b *boundProver) prefixStmt(s ast.Stmt) bool {
+	switch s := s.(type) {
+	case *ast.DeclStmt, *ast.LabeledStmt:
+		return false
+	case *ast.AssignStmt:
+		if s.Tok == token.DEFINE {
+			return false
+		}
+	}
+	if callsRecover(s) {
+		return false
+	}
+	return b.node(s)
+}
+
+// holdsReturn reports whether a return statement of the enclosing function
+// is in n.
+func holdsReturn(n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// callsRecover reports whether n calls recover, outside the function
+// literals in it.
+func callsRecover(n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.CallExpr:
+			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && id.Name == "recover" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }

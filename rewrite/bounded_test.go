@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -294,6 +295,154 @@ func TestBoundedStdFuncs(t *testing.T) {
 			if got[name] != ReasonBounded {
 				t.Errorf("%s.%s: %q, want %q: take it out of boundedStdFuncs", path, name, got[name], ReasonBounded)
 			}
+		}
+	}
+}
+
+// prefixSrc holds functions whose bodies start with bounded guards (the
+// entry hook goes after them) and functions whose first statements may not
+// run before it. Each is named after what the test wants: the statements
+// before the entry hook, as text without spaces, follow "want:" in its
+// comment.
+const prefixSrc = `package x
+
+import "fmt"
+
+type parser struct {
+	flow, indent int
+	buf          []byte
+}
+
+// want:ifp.flow>0{returntrue}
+func guard(p *parser, col int) bool {
+	if p.flow > 0 {
+		return true
+	}
+	for p.indent > col {
+		p.indent--
+	}
+	return len(fmt.Sprint(p)) > 0
+}
+
+// want:ifp==nil{return-1}p.flow=colifp.buf==nil{n=1;return}
+func twoGuards(p *parser, col int) (n int) {
+	if p == nil { return -1 }
+	p.flow = col
+	if p.buf == nil { n = 1; return }
+	p.indent = 2
+	return len(fmt.Sprint(p))
+}
+
+// want:switch{casep.flow>1:return2casep.flow<0:panic(p.flow)}
+func guardSwitch(p *parser) int {
+	switch {
+	case p.flow > 1:
+		return 2
+	case p.flow < 0:
+		panic(p.flow)
+	}
+	return len(fmt.Sprint(p))
+}
+
+// want:ifp==nil{return0}
+func guardDefers(p *parser) int {
+	if p == nil { return 0 }
+	defer fmt.Sprint(p)
+	return 1
+}
+
+// want:
+func guardCalls(p *parser) int {
+	if fmt.Sprint(p) == "" { return 0 }
+	return 1
+}
+
+// want:
+func guardLoops(p *parser) int {
+	for i := range p.buf {
+		if p.buf[i] == 0 { return i }
+	}
+	return len(fmt.Sprint(p))
+}
+
+// want:
+func guardReceives(p *parser, ch chan int) int {
+	if <-ch > 0 { return 1 }
+	return len(fmt.Sprint(p))
+}
+
+// want:
+func guardDeclares(p *parser) int {
+	n := p.flow
+	if n > 0 { return n }
+	return len(fmt.Sprint(p))
+}
+
+// want:
+func guardLabel(p *parser) int {
+again:
+	if p.flow > 0 { return 0 }
+	p.flow++
+	if len(fmt.Sprint(p)) > 1 { goto again }
+	return 1
+}
+
+// want:
+func noReturn(p *parser) int {
+	p.flow = 1
+	return len(fmt.Sprint(p))
+}
+
+// want:
+func recovers(p *parser) {
+	if r := recover(); r != nil { return }
+	fmt.Println(p)
+}
+`
+
+// TestBoundedPrefix: the entry hook goes after the leading statements of a
+// body that are bounded, declare and label nothing and do not recover, up
+// to the last of them that returns; their returns have no exit hooks. A
+// loop, a call that is not bounded, a channel operation, a declaration or
+// a label ends the prefix. With HookBounded there is none.
+func TestBoundedPrefix(t *testing.T) {
+	for _, hookBounded := range []bool{false, true} {
+		p, out, _ := rewriteSourceOpts(t, prefixSrc, Options{PkgPath: "example.com/x", InlineBudget: -1, ReturnExits: true, HookBounded: hookBounded})
+		ids := make([]uint32, len(p.Funcs))
+		for i := range ids {
+			ids[i] = uint32(i + 1) // as rewriteSourceOpts numbers them
+		}
+		if !typeChecks(map[string][]byte{"x.go": out, HooksFileName: p.HooksFile(ids)}) {
+			t.Fatalf("rewritten file does not type-check\n%s", out)
+		}
+		text := regexp.MustCompile(`/\*line [^*]*\*/|\s`).ReplaceAllString(string(out), "")
+		n := 0
+		for _, m := range regexp.MustCompile(`// want:(.*)\nfunc (\w+)\(`).FindAllStringSubmatch(prefixSrc, -1) {
+			want, name := m[1], m[2]
+			if hookBounded {
+				want = ""
+			}
+			n++
+			at := strings.Index(text, "func"+name+"(")
+			if at < 0 {
+				t.Fatalf("%s not in the rewritten file\n%s", name, out)
+			}
+			body := text[at+strings.Index(text[at:], "{")+1:]
+			entry := strings.Index(body, "if__matrix_on.v!=0{")
+			if entry < 0 {
+				t.Errorf("%s (HookBounded %v): no entry hook\n%s", name, hookBounded, out)
+				continue
+			}
+			got := strings.TrimSuffix(body[:entry], ";")
+			if got != want {
+				t.Errorf("%s (HookBounded %v): %q before the entry hook, want %q", name, hookBounded, got, want)
+			}
+			if want != "" && strings.Contains(got, "__matrix") {
+				t.Errorf("%s: hooks in the prefix %q", name, got)
+			}
+		}
+		if n != 11 || len(p.Funcs) != 11 {
+			t.Errorf("checked %d functions of %d instrumented, want 11", n, len(p.Funcs))
 		}
 	}
 }

@@ -190,18 +190,21 @@ func declares(names map[string]bool, n ast.Node, found *bool) {
 // returns statements that declare the frame's flag (exitFlag) if so, which
 // the exits then test. copied says that the body is the recording copy of
 // copyEdits, which moves it into a block; recv is the function's receiver,
-// if any (see "Scopes" below).
-func (p *Plan) exitEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncType, body *ast.BlockStmt, prefix string, enter func(flag bool) string, copied bool) []edit {
+// if any (see "Scopes" below). The first guard statements of the body run
+// before the entry check, as they are (see "A bounded prefix").
+func (p *Plan) exitEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncType, body *ast.BlockStmt, prefix string, enter func(flag bool) string, copied bool, guard int) []edit {
 	var returns []*ast.ReturnStmt
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
-		case *ast.ReturnStmt:
-			returns = append(returns, n)
-		}
-		return true
-	})
+	for _, s := range body.List[guard:] {
+		ast.Inspect(s, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.ReturnStmt:
+				returns = append(returns, n)
+			}
+			return true
+		})
+	}
 	var results []string
 	var edits []edit
 	// name gives a result without a usable name one of ours: the text at
@@ -287,13 +290,20 @@ func (p *Plan) exitEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncTy
 	if joined {
 		entry += "{ "
 	}
-	edits = append(edits, edit{offset: lbrace, end: lbrace, fn: fn, text: entry + p.directive(f, lbrace)})
+	if guard > 0 {
+		at := p.offset(body.List[guard-1].End())
+		edits = append(edits, edit{offset: at, end: at, fn: fn, text: "; " + entry + p.directive(f, at)})
+	} else {
+		edits = append(edits, edit{offset: lbrace, end: lbrace, fn: fn, text: entry + p.directive(f, lbrace)})
+	}
 	if joined || copied {
 		// The body moves into a block.
 		edits = append(edits, p.redeclEdits(f, fn, recv, ft, body)...)
 	}
 	if enter == nil && !copied {
-		edits = append(edits, p.splitEdits(f, fn, body)...)
+		for _, s := range body.List[guard:] {
+			edits = append(edits, p.splitEdits(f, fn, s)...)
+		}
 	}
 	for _, r := range returns {
 		ret := p.offset(r.Return)
@@ -702,8 +712,9 @@ func (p *Plan) redeclEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.Func
 // whose scope holds the inner ones.
 
 // splitEdits returns the edits that turn the && conditions of the if
-// statements of body that guard a return into nested ifs (see above).
-func (p *Plan) splitEdits(f *srcFile, fn int, body *ast.BlockStmt) []edit {
+// statements in body (a statement or a block) that guard a return into
+// nested ifs (see above).
+func (p *Plan) splitEdits(f *srcFile, fn int, body ast.Node) []edit {
 	var edits []edit
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {

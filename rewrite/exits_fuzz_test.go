@@ -196,6 +196,31 @@ func f%[1]d(x int) (n int) {
 	return n + len(fmt.Sprint(s))
 }`,
 	manyReturnsShape(80),
+	// bounded guards before the entry hook: a bare return of named
+	// results, a switch that returns, then the body that calls
+	`func f%[1]d(x int) (n int, err error) {
+	if x == %[2]d%%6 {
+		n = -1
+		return
+	}
+	switch {
+	case x > 4:
+		return x * 3, nil
+	case x < 0:
+		panic(x)
+	}
+	n = len(fmt.Sprint(x))
+	return
+}`,
+	// a bounded guard before a defer, and one after it
+	`func f%[1]d(x int) (n int) {
+	if x < %[2]d%%3 { return -x }
+	defer func() { n += len(fmt.Sprint(x)) }()
+	if x%%2 == 1 { return x }
+	return x * 2
+}`,
+	// a bounded guard before very many returns (one exit site)
+	strings.Replace(manyReturnsShape(70), "{\n\tswitch", "{\n\tif x == %[2]d { return -2 }\n\tswitch", 1),
 }
 
 // manyReturnsShape returns a shape with n+1 returns.

@@ -423,6 +423,13 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				prefix = hookMainEntered + "(); "
 			}
 			fn := len(p.Funcs) - 1
+			// The bounded guards at the start of the body run before the
+			// entry hook (see "A bounded prefix"), but in main.main and
+			// init functions, whose hooks mark the phases of start-up.
+			guard := 0
+			if !p.opts.HookBounded && !isMain && kind != KindInit {
+				guard = prover.prefix(body)
+			}
 			reason := ""
 			if p.opts.ReturnExits {
 				reason = DeferOnce
@@ -439,9 +446,14 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				// the && and tested it again, four more instructions on
 				// every call while the recorder is off (as at the returns,
 				// see splitEdits).
-				lbrace := p.offset(body.Lbrace) + 1
-				text := fmt.Sprintf("%sif %s.v != 0 { if %s(%s) { defer %s(%s) } }; %s", prefix, HookActive, HookEnter, idMark, HookExit, idMark, resumeDirective(p.fset, f, body.Lbrace))
-				f.add(edit{offset: lbrace, end: lbrace, fn: fn, text: text})
+				text := fmt.Sprintf("%sif %s.v != 0 { if %s(%s) { defer %s(%s) } }; ", prefix, HookActive, HookEnter, idMark, HookExit, idMark)
+				if guard > 0 && reason == DeferDefer {
+					at := p.offset(body.List[guard-1].End())
+					f.add(edit{offset: at, end: at, fn: fn, text: "; " + text + p.directive(f, at)})
+				} else {
+					lbrace := p.offset(body.Lbrace) + 1
+					f.add(edit{offset: lbrace, end: lbrace, fn: fn, text: text + resumeDirective(p.fset, f, body.Lbrace)})
+				}
 				p.reject(f, fn, name, body)
 				return true
 			}
@@ -453,10 +465,10 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				if fd, ok := n.(*ast.FuncDecl); ok {
 					enter = p.passEnter(f, fd)
 				}
-				edits = p.copyEdits(f, fn, recv, ftype, body, p.exitEdits(f, fn, recv, ftype, body, prefix, enter, true))
+				edits = p.copyEdits(f, fn, recv, ftype, body, p.exitEdits(f, fn, recv, ftype, body, prefix, enter, true, 0))
 				p.Copied = append(p.Copied, name)
 			} else {
-				edits = p.exitEdits(f, fn, recv, ftype, body, prefix, nil, false)
+				edits = p.exitEdits(f, fn, recv, ftype, body, prefix, nil, false, guard)
 			}
 			for _, e := range edits {
 				f.add(e)

@@ -166,7 +166,8 @@ build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
   -copy-budget N     with -exits copy, the estimated inlining cost up to which a function
                      keeps a hook-free copy; 0 for none  (MATRIX_COPY_BUDGET, default 160)
   -bounded MODE      functions proven to run in bounded time (no loop, no wait, calls only to
-                     such functions): skip or hook       (MATRIX_BOUNDED, default skip)
+                     such functions), and bounded guards that start a body: skip (no hook;
+                     the guards run before the enter hook) or hook (MATRIX_BOUNDED, default skip)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
   -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
   -strict            fail the build when the compiler rejects an instrumented package, rather
