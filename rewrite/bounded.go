@@ -130,6 +130,12 @@ var boundedStdFuncs = map[string]map[string]bool{
 		"AppendRune": true, "DecodeRuneInString": true, "FullRune": true, "FullRuneInString": true,
 	},
 	"unicode/utf16": {"IsSurrogate": true, "DecodeRune": true, "EncodeRune": true, "RuneLen": true},
+	// Comparisons of a prefix or a suffix: a length test and a comparison,
+	// the operator the compiler expands into memequal. strings' call
+	// stringslite's.
+	"bytes":                {"Equal": true, "HasPrefix": true, "HasSuffix": true},
+	"strings":              {"HasPrefix": true, "HasSuffix": true},
+	"internal/stringslite": {"HasPrefix": true, "HasSuffix": true},
 }
 
 // boundedStd reports whether fn is a standard library function whose body

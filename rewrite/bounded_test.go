@@ -20,6 +20,7 @@ import (
 const boundedSrc = `package x
 
 import (
+	"bytes"
 	"io"
 	"math"
 	"math/bits"
@@ -65,6 +66,10 @@ func (p *parser) boundedMethods() int {
 
 func boundedStd(r rune, f float64, u uint64, p *parser) int {
 	return utf8.RuneLen(r) + int(math.Float64bits(f)) + bits.OnesCount64(u) + int(p.n.Load()) + int(atomic.LoadUint64(&u))
+}
+
+func boundedAffixes(s string, b []byte) bool {
+	return strings.HasPrefix(s, "x") || strings.HasSuffix(s, "y") || bytes.HasPrefix(b, b[1:]) || bytes.HasSuffix(b, nil) || bytes.Equal(b, b[:1])
 }
 
 func boundedBuiltins(p *parser, b []byte) []byte {
@@ -186,7 +191,7 @@ func boundedPlan(t *testing.T, hookBounded bool) map[string]string {
 			t.Fatal(err)
 		}
 	}
-	importcfg := listExports(t, dir, "io", "math", "math/bits", "strings", "sync", "sync/atomic", "unicode/utf8")
+	importcfg := listExports(t, dir, "bytes", "io", "math", "math/bits", "strings", "sync", "sync/atomic", "unicode/utf8")
 	p, err := NewPlan([]string{filepath.Join(dir, "x.go")}, Options{
 		PkgPath:      "example.com/x",
 		InlineBudget: -1,
