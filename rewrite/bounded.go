@@ -130,9 +130,9 @@ var boundedStdFuncs = map[string]map[string]bool{
 		"AppendRune": true, "DecodeRuneInString": true, "FullRune": true, "FullRuneInString": true,
 	},
 	"unicode/utf16": {"IsSurrogate": true, "DecodeRune": true, "EncodeRune": true, "RuneLen": true},
-	// Comparisons of a prefix or a suffix: a length test and a comparison,
-	// the operator the compiler expands into memequal. strings' call
-	// stringslite's.
+	// Tests of a prefix or a suffix: a length test and a comparison, the
+	// operator the compiler expands into memequal. The strings functions
+	// call those of internal/stringslite.
 	"bytes":                {"Equal": true, "HasPrefix": true, "HasSuffix": true},
 	"strings":              {"HasPrefix": true, "HasSuffix": true},
 	"internal/stringslite": {"HasPrefix": true, "HasSuffix": true},
@@ -238,9 +238,7 @@ func callsRecover(n ast.Node) bool {
 		case *ast.FuncLit:
 			return false
 		case *ast.CallExpr:
-			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && id.Name == "recover" {
-				found = true
-			}
+			found = isRecover(n)
 		}
 		return !found
 	})

@@ -114,13 +114,19 @@ func exitDeferReason(body *ast.BlockStmt) string {
 		case *ast.DeferStmt:
 			reason = DeferDefer
 		case *ast.CallExpr:
-			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && id.Name == "recover" && len(n.Args) == 0 {
+			if isRecover(n) {
 				reason = DeferRecover
 			}
 		}
 		return reason == ""
 	})
 	return reason
+}
+
+// isRecover reports whether c calls the builtin recover.
+func isRecover(c *ast.CallExpr) bool {
+	id, ok := ast.Unparen(c.Fun).(*ast.Ident)
+	return ok && id.Name == "recover" && len(c.Args) == 0
 }
 
 // shadowsResult reports whether body declares one of the result names
@@ -291,8 +297,7 @@ func (p *Plan) exitEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncTy
 		entry += "{ "
 	}
 	if guard > 0 {
-		at := p.offset(body.List[guard-1].End())
-		edits = append(edits, edit{offset: at, end: at, fn: fn, text: "; " + entry + p.directive(f, at)})
+		edits = append(edits, p.afterGuards(f, fn, body, guard, entry))
 	} else {
 		edits = append(edits, edit{offset: lbrace, end: lbrace, fn: fn, text: entry + p.directive(f, lbrace)})
 	}
@@ -338,6 +343,13 @@ func (p *Plan) exitEdits(f *srcFile, fn int, recv *ast.FieldList, ft *ast.FuncTy
 		edits = append(edits, edit{offset: rb, end: rb, fn: fn, text: "; " + leave(rb) + p.directive(f, rb)})
 	}
 	return edits
+}
+
+// afterGuards returns the edit that puts the entry check text after the
+// first guard statements of body (see "A bounded prefix").
+func (p *Plan) afterGuards(f *srcFile, fn int, body *ast.BlockStmt, guard int, text string) edit {
+	at := p.offset(body.List[guard-1].End())
+	return edit{offset: at, end: at, fn: fn, text: "; " + text + p.directive(f, at)}
 }
 
 // endsInReturn reports whether the last statement of body is a return.

@@ -448,8 +448,7 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				// see splitEdits).
 				text := fmt.Sprintf("%sif %s.v != 0 { if %s(%s) { defer %s(%s) } }; ", prefix, HookActive, HookEnter, idMark, HookExit, idMark)
 				if guard > 0 && reason == DeferDefer {
-					at := p.offset(body.List[guard-1].End())
-					f.add(edit{offset: at, end: at, fn: fn, text: "; " + text + p.directive(f, at)})
+					f.add(p.afterGuards(f, fn, body, guard, text))
 				} else {
 					lbrace := p.offset(body.Lbrace) + 1
 					f.add(edit{offset: lbrace, end: lbrace, fn: fn, text: text + resumeDirective(p.fset, f, body.Lbrace)})
