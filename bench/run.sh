@@ -31,6 +31,13 @@
 #                                (default: a new directory under /tmp)
 #   TABLES_ONLY=1 OUT=/some/dir bench/run.sh
 #                                rebuild tables.md from the raw outputs there
+#   LAYOUTS=N bench/run.sh       group 2: each build also linked with N
+#                                random function layouts (go link's
+#                                -randlayout, seeds 1..N) beside the natural
+#                                one, every layout of every build run in each
+#                                round; ratios pair builds of the same layout
+#   G2_KINDS="plain none instr" bench/run.sh
+#                                group 2: only these builds, for every library
 #
 # Plain and instrumented measurements are interleaved round by round, and
 # every ratio is the median of per-round ratios: the machine is shared and
@@ -205,20 +212,31 @@ if measure 2; then
 		local name=$1 mod=$2 cgbench=$3 bt=${LIB_BT:-$BT2}
 		shift 3
 		local dir kinds
-		read -r -a kinds <<<"${LIB_KINDS:-plain none instr ret defer b200 rec retrec deferrec pgoplain pgoinstr}"
+		read -r -a kinds <<<"${G2_KINDS:-${LIB_KINDS:-plain none instr ret defer b200 rec retrec deferrec pgoplain pgoinstr}}"
 		dir=$(cd "$BENCH" && go list -f '{{.Dir}}' "$mod")
 		log "group 2: building $mod's tests"
-		local kind
-		for kind in "${kinds[@]}"; do
-			case $kind in
-			plain) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-plain.test" "$mod") ;;
-			instr) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-instr.test" -toolexec="$MX" "$mod") ;;
-			ret) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-ret.test" -toolexec="$MX -exits returns" "$mod") ;;
-			defer) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-defer.test" -toolexec="$MX -exits defer" "$mod") ;;
-			b200) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-b200.test" -toolexec="$MX -inline-budget 200" "$mod") ;;
-			none) (cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-none.test" -toolexec="$MX -blacklist $TMP/libs-kept.blacklist" "$mod") ;;
-			esac
+		# Where the linker puts each function decides which of a hot
+		# loop's functions share instruction-cache sets, and moves a
+		# library's benchmarks by as much as the hooks do: with LAYOUTS=N
+		# every build is also linked with N random layouts (-randlayout),
+		# $name-KIND-L<seed>.test, and each round runs every layout.
+		local seeds=(0) kind s
+		for ((s = 1; s <= ${LAYOUTS:-0}; s++)); do seeds+=("$s"); done
+		for s in "${seeds[@]}"; do
+			local sfx="" ld=-w
+			if [[ $s != 0 ]]; then sfx=-L$s ld="-w -randlayout=$s"; fi
+			for kind in "${kinds[@]}"; do
+				case $kind in
+				plain) (cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-plain$sfx.test" "$mod") ;;
+				instr) (cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-instr$sfx.test" -toolexec="$MX" "$mod") ;;
+				ret) (cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-ret$sfx.test" -toolexec="$MX -exits returns" "$mod") ;;
+				defer) (cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-defer$sfx.test" -toolexec="$MX -exits defer" "$mod") ;;
+				b200) (cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-b200$sfx.test" -toolexec="$MX -inline-budget 200" "$mod") ;;
+				none) (cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-none$sfx.test" -toolexec="$MX -blacklist $TMP/libs-kept.blacklist" "$mod") ;;
+				esac
+			done
 		done
+		echo "${#seeds[@]}" >"$OUT/g2-$name-layouts.txt"
 		if [[ " ${kinds[*]} " == *" pgoinstr "* ]]; then
 			# A CPU profile of the plain build running the same benchmarks,
 			# then both sides built with it (go build -pgo): the compiler
@@ -233,8 +251,12 @@ if measure 2; then
 				profs+=("$TMP/$name-$i.pprof")
 			done
 			go tool pprof -proto "${profs[@]}" >"$OUT/g2-$name.pprof" 2>/dev/null
-			(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-pgoplain.test" -pgo="$OUT/g2-$name.pprof" "$mod")
-			(cd "$BENCH" && go test -c -ldflags=-w -o "$TMP/$name-pgoinstr.test" -pgo="$OUT/g2-$name.pprof" -toolexec="$MX" "$mod")
+			for s in "${seeds[@]}"; do
+				local sfx="" ld=-w
+				if [[ $s != 0 ]]; then sfx=-L$s ld="-w -randlayout=$s"; fi
+				(cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-pgoplain$sfx.test" -pgo="$OUT/g2-$name.pprof" "$mod")
+				(cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-pgoinstr$sfx.test" -pgo="$OUT/g2-$name.pprof" -toolexec="$MX" "$mod")
+			done
 		fi
 		for kind in "${kinds[@]}"; do : >"$OUT/g2-$name-$kind.txt"; done
 		# One benchmark at a time, all builds back to back: a burst of load
@@ -249,16 +271,20 @@ if measure 2; then
 			for b in "${names[@]}"; do
 				local pat
 				pat="^Benchmark$(echo "$b" | sed 's/[][\.*^$()+?{}|]/\\&/g; s|/|$/^|g')\$"
-				for kind in "${kinds[@]}"; do
-					local bin=$TMP/$name-$kind.test env=()
-					if [[ $kind == rec || $kind == retrec || $kind == deferrec ]]; then
-						bin=$TMP/$name-instr.test
-						[[ $kind == retrec ]] && bin=$TMP/$name-ret.test
-						[[ $kind == deferrec ]] && bin=$TMP/$name-defer.test
-						env=(MATRIX_REPORT="$TMP/lib-reports.jsonl" MATRIX_EVIL_THRESHOLD_MS=86400000)
-					fi
-					(cd "$dir" && env "${env[@]}" "$bin" -test.run '^$' -test.bench "$pat" -test.benchtime="$bt" -test.count=1 -test.cpu=1) |
-						grep '^Benchmark' >>"$OUT/g2-$name-$kind.txt"
+				for s in "${seeds[@]}"; do
+					local sfx=""
+					[[ $s != 0 ]] && sfx=-L$s
+					for kind in "${kinds[@]}"; do
+						local bin=$TMP/$name-$kind$sfx.test env=()
+						if [[ $kind == rec || $kind == retrec || $kind == deferrec ]]; then
+							bin=$TMP/$name-instr$sfx.test
+							[[ $kind == retrec ]] && bin=$TMP/$name-ret$sfx.test
+							[[ $kind == deferrec ]] && bin=$TMP/$name-defer$sfx.test
+							env=(MATRIX_REPORT="$TMP/lib-reports.jsonl" MATRIX_EVIL_THRESHOLD_MS=86400000)
+						fi
+						(cd "$dir" && env "${env[@]}" "$bin" -test.run '^$' -test.bench "$pat" -test.benchtime="$bt" -test.count=1 -test.cpu=1) |
+							grep '^Benchmark' >>"$OUT/g2-$name-$kind.txt"
+					done
 				done
 			done
 		done

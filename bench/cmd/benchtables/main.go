@@ -343,6 +343,27 @@ func lib(dir, name string) error {
 	if r, ok := geomeanRatio(order, data["instr"], data["none"]); ok {
 		fmt.Printf("\nThe hooks alone (instrumented ÷ control, geomean): **%s**.\n", ratio(r))
 	}
+	if n := layouts(filepath.Join(dir, "g2-"+name+"-layouts.txt")); n > 1 && data["instr"] != nil {
+		// Every round ran each build in n layouts, the natural one
+		// first: the ratios above pool them; here each layout alone.
+		fmt.Printf("\nEach round ran every build in %d function layouts (the natural one and %d random ones, `-randlayout`); the ratios above pool them. Instrumented ÷ plain in each layout alone (geomean):", n, n-1)
+		for l := range n {
+			if r, ok := geomeanRatio(order, layoutRounds(data["instr"], n, l), layoutRounds(plain, n, l)); ok {
+				what := fmt.Sprintf("seed %d", l)
+				if l == 0 {
+					what = "natural"
+				}
+				fmt.Printf(" %s %s;", what, ratio(r))
+			}
+		}
+		fmt.Print(" plain in each random layout ÷ plain in the natural one (geomean):")
+		for l := 1; l < n; l++ {
+			if r, ok := geomeanRatio(order, layoutRounds(plain, n, l), layoutRounds(plain, n, 0)); ok {
+				fmt.Printf(" seed %d %s;", l, ratio(r))
+			}
+		}
+		fmt.Println()
+	}
 	if r, ok := geomeanRatio(order, data["instr"], data["ret"]); ok {
 		fmt.Printf("\nThe default (hook-free copies of small functions) over exits at the returns alone (geomean): **%s**.\n", ratio(r))
 	}
@@ -353,6 +374,32 @@ func lib(dir, name string) error {
 		fmt.Printf("\nWith a PGO profile on both sides (instrumented ÷ plain, both built with `-pgo`, geomean): **%s**.\n", ratio(r))
 	}
 	return libCallgrind(filepath.Join(dir, "g2-"+name+"-callgrind.txt"))
+}
+
+// layouts reads how many function layouts each round of a library ran
+// (bench/run.sh's LAYOUTS + 1); 1 if the file is missing.
+func layouts(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// layoutRounds keeps the values of layout l of n: each round appended one
+// value per layout, in order.
+func layoutRounds(r rounds, n, l int) rounds {
+	out := rounds{}
+	for bench, vs := range r {
+		for i := l; i < len(vs); i += n {
+			out[bench] = append(out[bench], vs[i])
+		}
+	}
+	return out
 }
 
 // geomeanRatio returns the geometric mean over the benchmarks of the
