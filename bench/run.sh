@@ -220,11 +220,15 @@ if measure 2; then
 		# library's benchmarks by as much as the hooks do: with LAYOUTS=N
 		# every build is also linked with N random layouts (-randlayout),
 		# $name-KIND-L<seed>.test, and each round runs every layout.
-		local seeds=(0) kind s
+		local seeds=(0) kind s sfx ld
 		for ((s = 1; s <= ${LAYOUTS:-0}; s++)); do seeds+=("$s"); done
+		# layout SEED sets the binaries' suffix and the link flags of a layout.
+		layout() {
+			sfx="" ld=-w
+			if [[ $1 != 0 ]]; then sfx=-L$1 ld="-w -randlayout=$1"; fi
+		}
 		for s in "${seeds[@]}"; do
-			local sfx="" ld=-w
-			if [[ $s != 0 ]]; then sfx=-L$s ld="-w -randlayout=$s"; fi
+			layout "$s"
 			for kind in "${kinds[@]}"; do
 				case $kind in
 				plain) (cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-plain$sfx.test" "$mod") ;;
@@ -252,8 +256,7 @@ if measure 2; then
 			done
 			go tool pprof -proto "${profs[@]}" >"$OUT/g2-$name.pprof" 2>/dev/null
 			for s in "${seeds[@]}"; do
-				local sfx="" ld=-w
-				if [[ $s != 0 ]]; then sfx=-L$s ld="-w -randlayout=$s"; fi
+				layout "$s"
 				(cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-pgoplain$sfx.test" -pgo="$OUT/g2-$name.pprof" "$mod")
 				(cd "$BENCH" && go test -c -ldflags="$ld" -o "$TMP/$name-pgoinstr$sfx.test" -pgo="$OUT/g2-$name.pprof" -toolexec="$MX" "$mod")
 			done
@@ -272,8 +275,7 @@ if measure 2; then
 				local pat
 				pat="^Benchmark$(echo "$b" | sed 's/[][\.*^$()+?{}|]/\\&/g; s|/|$/^|g')\$"
 				for s in "${seeds[@]}"; do
-					local sfx=""
-					[[ $s != 0 ]] && sfx=-L$s
+					layout "$s"
 					for kind in "${kinds[@]}"; do
 						local bin=$TMP/$name-$kind$sfx.test env=()
 						if [[ $kind == rec || $kind == retrec || $kind == deferrec ]]; then
