@@ -9,9 +9,12 @@
 # (utime+stime from /proc/PID/stat) over the measured run, divided by the
 # requests wrk counted, is its CPU per request. Every ratio is the median of
 # per-round ratios: the machine is shared, and a drift in load then hits
-# both sides of a ratio alike.
+# both sides of a ratio alike. On a 2-core machine, where server and wrk
+# share the cores, one round's ratio moves by ±10 % and more, even with both
+# servers loaded at the same time: many short rounds make a steadier median
+# than a few long ones.
 #
-# Usage: bench/routers.sh [ROUNDS [SECONDS]]   (default 5 rounds of 5 s)
+# Usage: bench/routers.sh [ROUNDS [SECONDS]]   (default 20 rounds of 3 s)
 #   ROUTERS="chi gin" bench/routers.sh          only some routers
 #   MX=/path/to/matrixexec bench/routers.sh     an already built matrixexec
 #   OUT=/some/dir bench/routers.sh              where raw outputs go
@@ -29,8 +32,8 @@ set -euo pipefail
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)
-ROUNDS=${1:-5}
-D=${2:-5}
+ROUNDS=${1:-20}
+D=${2:-3}
 ROUTERS=${ROUTERS:-"chi gin echo mux"}
 OUT=${OUT:-$(mktemp -d /tmp/matrix-routers.XXXXXX)}
 mkdir -p "$OUT"
