@@ -73,6 +73,7 @@ if [[ $QUICK == 1 ]]; then
 	R1=3 BT1=50ms CG=0 # group 1: rounds, benchtime, callgrind
 	R2=2 BT2=100ms     # group 2
 	R3=1 D3=4           # group 3: rounds, seconds per run
+	RR=3 DR=4           # group 3's routers: rounds, seconds per run
 	RW=2 RE=2 RC=0      # group 4: warm, edit and cold rounds
 else
 	R1=12 BT1=100ms CG=1
@@ -82,6 +83,7 @@ else
 	# the two servers of a round by as much: many short rounds, alternating
 	# which goes first, give a median that moves less than long ones.
 	R3=9 D3=4
+	RR=20 DR=3
 	RW=5 RE=3 RC=1
 fi
 CG=${CALLGRIND:-$CG}
@@ -410,11 +412,7 @@ if measure 3; then
 	done
 	# Routers' GET /fast (chi, gin, echo, ServeMux): table in g3-routers/table.md.
 	log "group 3: routers (bench/routers.sh)"
-	if [[ $QUICK == 1 ]]; then
-		MX=$MX OUT=$OUT/g3-routers "$BENCH/routers.sh" "$((R3 + 2))" "$D3" >/dev/null
-	else
-		MX=$MX OUT=$OUT/g3-routers "$BENCH/routers.sh" >/dev/null
-	fi
+	MX=$MX OUT=$OUT/g3-routers "$BENCH/routers.sh" "$RR" "$DR" >/dev/null
 fi
 
 # ---------------------------------------------------------------------------
