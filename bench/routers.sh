@@ -2,7 +2,8 @@
 # bench/routers.sh measures routers' GET /fast under wrk load, plain vs
 # built with -toolexec=matrixexec in zero-code mode and run with every
 # request a recorded dispatch (MATRIX_REPORT set, the default thresholds):
-# chi v5, gin, echo v4 and a Go 1.22 ServeMux (bench/routers). Per round and
+# chi v5, gin, echo v4 and a Go 1.22 ServeMux (bench/routers), and fiber v2
+# on fasthttp's server when asked for (ROUTERS=fiber). Per round and
 # router, the plain and the instrumented server run in turn (the order
 # alternates from round to round), each with 1 s of warm-up and then
 # `wrk -t2 -c32` for D seconds on 127.0.0.1. The server's CPU time
@@ -15,7 +16,8 @@
 # than a few long ones.
 #
 # Usage: bench/routers.sh [ROUNDS [SECONDS]]   (default 20 rounds of 3 s)
-#   ROUTERS="chi gin" bench/routers.sh          only some routers
+#   ROUTERS="chi gin" bench/routers.sh          only some routers (of chi,
+#                                               gin, echo, mux and fiber)
 #   MX=/path/to/matrixexec bench/routers.sh     an already built matrixexec
 #   OUT=/some/dir bench/routers.sh              where raw outputs go
 #   PLAIN=bin INSTR=bin bench/routers.sh        measure these two builds of

@@ -159,3 +159,19 @@ func TestRouteFileGo17(t *testing.T) {
 		t.Errorf("the route declarations need a later Go than 1.7: %v", err)
 	}
 }
+
+// TestRouteFileImportsUnsafeOnly: the route declarations import nothing
+// but unsafe. The compiler is given only the packages the hooked package
+// imports itself, and a router that does not import another package the
+// file would need is then left without its route hooks.
+func TestRouteFileImportsUnsafeOnly(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), RouteFileName, Route("chi"), parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range f.Imports {
+		if im.Path.Value != `"unsafe"` {
+			t.Errorf("the route declarations import %s", im.Path.Value)
+		}
+	}
+}

@@ -200,6 +200,44 @@ var routeRules = map[string][]routeRule{
 					"}(handle, __matrix_rt_name(method, path)) }; "},
 		},
 	}},
+	// fiber v2: the app's match, with the route's path as registered
+	// (groups and mounted apps included). A route a middleware is used on
+	// (route.use) matches a prefix and names nothing: the request is
+	// named by the route that handles it, once its middleware passes it
+	// on, and unmatched where fiber answers 404 for want of any. The
+	// request itself is a dispatch of fasthttp's server (below).
+	"github.com/gofiber/fiber/v2": {{
+		needs: []string{"Route.Path", "Route.Method", "Route.use", "Ctx.route", "Ctx.matched", "Ctx.method"},
+		hooks: []routeHook{
+			{recv: "App", name: "next", params: "c *Ctx",
+				after: "c.route = route",
+				text:  "; if !route.use { __matrix_rt_route(route.Method, route.Path) }"},
+			{recv: "App", name: "next", params: "c *Ctx",
+				before: `err := NewError(StatusNotFound, "Cannot "+c.method+" "+html.EscapeString(c.pathOriginal))`,
+				text:   `if !c.matched { __matrix_rt_route(c.method, "") }; `},
+		},
+	}},
+	// fiber v3: as v2, with its default context (a custom context keeps
+	// the scene "http").
+	"github.com/gofiber/fiber/v3": {{
+		needs: []string{"Route.Path", "Route.Method", "Route.use", "DefaultCtx.route", "DefaultCtx.matched", "DefaultReq.Method"},
+		hooks: []routeHook{
+			{recv: "App", name: "next", params: "c *DefaultCtx",
+				after: "c.route = route",
+				text:  "; if !route.use { __matrix_rt_route(route.Method, route.Path) }"},
+			{recv: "App", name: "next", params: "c *DefaultCtx",
+				before: "if c.matched {\n\treturn false, ErrNotFound\n}",
+				text:   `if !c.matched { __matrix_rt_route(c.Method(), "") }; `},
+		},
+	}},
+	// fasthttp: every request its server hands to the handler is a
+	// dispatch, as net/http's are (see fastServe), and a server entering
+	// its accept loop makes the service ready. The function that serves
+	// a connection was split in v1.7x: newest first.
+	"github.com/valyala/fasthttp": {
+		fastServe("serveConnCounted", "c net.Conn, countConcurrency bool"),
+		fastServe("serveConn", "c net.Conn"),
+	},
 	// gRPC: every unary and streaming call the server handles, and every
 	// call a client makes, every message a client stream sends or receives
 	// (a boundary named by its method and target). The server's shape
@@ -214,6 +252,38 @@ var routeRules = map[string][]routeRule{
 		grpcServer("", "ctx context.Context, t transport.ServerTransport, stream *transport.Stream"),
 		grpcServer("", "t transport.ServerTransport, stream *transport.Stream"),
 	},
+}
+
+// fastServe returns a rule of fasthttp's, whose function fn (with the
+// parameter list params) serves a connection's requests in a loop: each
+// call of the handler is a dispatch of kind HTTP, begun in fn's frame
+// (the frame that calls the handler, as net/http's serverHandler.ServeHTTP
+// is) with the request's method, host, scheme and trace context, and
+// ended with its status code once the handler returns. The request's
+// header and host are read before the dispatch begins, so that its call
+// tree is the handler's alone; the header by its canonical key, as the
+// server stored it, without Peek's canonicalization of the key. The server
+// reuses the request's bytes, so they are copied, only while recording
+// (__matrix_rt_method, __matrix_rt_host, __matrix_rt_traceparent_bytes).
+//
+// The handler's call is not deferred around: fasthttp recovers no
+// handler's panic, which ends the program, and a dispatch whose frame a
+// program's own recover unwinds is abandoned, as any other (beat.Begin).
+func fastServe(fn, params string) routeRule {
+	begin := fmt.Sprintf("__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { "+
+		"__matrix_rt_tp := ctx.Request.Header.peek(__matrix_rt_traceparent_key); "+
+		"__matrix_rt_d = __matrix_rt_begin_request(%d, \"http\", __matrix_rt_method(ctx.Method()), __matrix_rt_host(ctx.Host()), ctx.IsTLS()); "+
+		"__matrix_rt_traceparent_bytes(__matrix_rt_d, __matrix_rt_tp) }; ", kindHTTP)
+	return routeRule{
+		needs: []string{"RequestCtx.Method", "RequestCtx.Host", "RequestCtx.IsTLS", "RequestCtx.Request", "RequestCtx.Response",
+			"Request.Header", "RequestHeader.peek", "Response.StatusCode"},
+		hooks: []routeHook{
+			{recv: "Server", name: "Serve", params: "ln net.Listener", text: "__matrix_rt_serving(); "},
+			{recv: "Server", name: fn, params: params, before: "s.Handler(ctx)", text: begin},
+			{recv: "Server", name: fn, params: params, after: "s.Handler(ctx)",
+				text: "; if __matrix_rt_d != nil { __matrix_rt_served(__matrix_rt_d, ctx.Response.StatusCode()) }"},
+		},
+	}
 }
 
 // grpcServer returns a rule of gRPC's: its client hooks, and the server's
@@ -279,11 +349,25 @@ var rpcClient = fmt.Sprintf(`if *__matrix_rt_on != 0 && __matrix_rt_bound(%d, me
 // is not hooked: programs do not reach it.)
 var rpcStream = fmt.Sprintf(`if *__matrix_rt_on != 0 && cs.desc != unaryStreamDesc && __matrix_rt_bound(%d, cs.callHdr.Method, cs.cc.Target(), "", nil) { defer __matrix_rt_unbound() }`, abi.BoundRPC)
 
+// RouteHooksMissing says what a program loses when package pkg, which
+// has route hooks, is compiled without them (PatchRoutes's note, or a
+// compiler that rejects them).
+func RouteHooksMissing(pkg string) string {
+	switch pkg {
+	case "github.com/valyala/fasthttp":
+		return "its server's requests are not dispatches"
+	case "google.golang.org/grpc":
+		return "its server's calls are not dispatches, and its client's are not boundaries"
+	}
+	return `its requests keep the scene "http"`
+}
+
 // HasRouteHooks reports whether PatchRoutes may change package pkg.
 func HasRouteHooks(pkg string) bool { _, ok := routeRules[pkg]; return ok }
 
-// PatchRoutes adds the route hooks of a router or RPC server package
-// (gin, echo, chi, gorilla/mux, httprouter, gRPC) to its files, writing
+// PatchRoutes adds the route hooks of a router, HTTP server or RPC server
+// package (gin, echo, chi, gorilla/mux, httprouter, fiber, fasthttp, gRPC)
+// to its files, writing
 // the changed files and the file of declarations they use to dir, and
 // returns the new file list. When the package does not have the shape the
 // hooks rely on, it returns files unchanged and a note saying what is

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -612,5 +613,97 @@ func TestPatchRoutesChi(t *testing.T) {
 		}, `__matrix_rt_route(rctx.RouteMethod, ""); `},
 	} {
 		tc.check(t)
+	}
+}
+
+// fasthttpShape is the part of fasthttp's server that its hooks rely on,
+// with the connection loop of releases since v1.7x (serveConnCounted).
+const fasthttpShape = `package fasthttp
+
+import "net"
+
+type RequestHeader struct{ traceparent []byte }
+
+func (h *RequestHeader) peek(key []byte) []byte { return h.traceparent }
+
+type Request struct{ Header RequestHeader }
+
+type Response struct{ statusCode int }
+
+func (resp *Response) StatusCode() int { return resp.statusCode }
+
+type RequestCtx struct {
+	Request  Request
+	Response Response
+}
+
+func (ctx *RequestCtx) Method() []byte { return []byte("GET") }
+func (ctx *RequestCtx) Host() []byte   { return []byte("example.com") }
+func (ctx *RequestCtx) IsTLS() bool    { return false }
+
+type RequestHandler func(ctx *RequestCtx)
+
+type Server struct{ Handler RequestHandler }
+
+func (s *Server) Serve(ln net.Listener) error { return nil }
+
+func (s *Server) serveConnCounted(c net.Conn, countConcurrency bool) error {
+	for i := 0; i < 2; i++ {
+		ctx := &RequestCtx{}
+		if c != nil {
+			s.Handler(ctx)
+		}
+		println("next")
+	}
+	return nil
+}
+`
+
+// TestPatchRoutesFastHTTP: each call of a fasthttp server's handler is a
+// dispatch begun in the frame that calls it and ended, with the status
+// code, after it, in both shapes of the connection loop; the patched
+// package compiles with the declarations file. A loop without the call is
+// left untouched with a note.
+func TestPatchRoutesFastHTTP(t *testing.T) {
+	for _, tc := range []struct{ name, shape string }{
+		{"serveConnCounted", fasthttpShape},
+		{"serveConn", strings.Replace(fasthttpShape, "serveConnCounted(c net.Conn, countConcurrency bool)", "serveConn(c net.Conn)", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := filepath.Join(t.TempDir(), "server.go")
+			if err := os.WriteFile(src, []byte(tc.shape), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files, note, err := PatchRoutes("github.com/valyala/fasthttp", []string{src}, t.TempDir())
+			if err != nil || note != "" {
+				t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+			}
+			out, err := os.ReadFile(files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := strings.Count(tc.shape[:strings.Index(tc.shape, "s.Handler(ctx)")], "\n") + 1
+			begin := regexp.MustCompile(`(?m)^\t\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_tp := ctx\.Request\.Header\.peek\(__matrix_rt_traceparent_key\); ` +
+				`__matrix_rt_d = __matrix_rt_begin_request\(1, "http", __matrix_rt_method\(ctx\.Method\(\)\), __matrix_rt_host\(ctx\.Host\(\)\), ctx\.IsTLS\(\)\); ` +
+				`__matrix_rt_traceparent_bytes\(__matrix_rt_d, __matrix_rt_tp\) \}; /\*line [^*]+:` + strconv.Itoa(line) + `:4\*/s\.Handler\(ctx\); ` +
+				`if __matrix_rt_d != nil \{ __matrix_rt_served\(__matrix_rt_d, ctx\.Response\.StatusCode\(\)\) \}/\*line [^*]+:` + strconv.Itoa(line) + `:18\*/$`)
+			if !begin.Match(out) {
+				t.Errorf("the handler's call is not a dispatch:\n%s", out)
+			}
+			if !strings.Contains(string(out), "func (s *Server) Serve(ln net.Listener) error {__matrix_rt_serving(); ") {
+				t.Errorf("Serve does not make the service ready:\n%s", out)
+			}
+			if _, _, err := typeCheck(t, "fasthttp", files); err != nil {
+				t.Errorf("the patched package does not type-check: %v", err)
+			}
+		})
+	}
+	src := filepath.Join(t.TempDir(), "server.go")
+	if err := os.WriteFile(src, []byte(strings.Replace(fasthttpShape, "s.Handler(ctx)", "h := s.Handler; h(ctx)", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes("github.com/valyala/fasthttp", []string{src}, t.TempDir())
+	if err != nil || !strings.Contains(note, `no statement "s.Handler(ctx)"`) || !slices.Equal(files, []string{src}) {
+		t.Errorf("another shape: files %v, note %q, err %v; want it untouched with a note", files, note, err)
 	}
 }

@@ -56,9 +56,10 @@ const (
 // Values of the "scene" field of start-up reports: what made the process
 // ready.
 const (
-	// StartupSceneHTTP: a net/http server entered its accept loop
-	// ((*http.Server).Serve), or, if the tracer started after that, the
-	// first request served (any beat.KindHTTP dispatch).
+	// StartupSceneHTTP: a net/http or fasthttp server entered its accept
+	// loop ((*http.Server).Serve, (*fasthttp.Server).Serve), or, if the
+	// tracer started after that, the first request served (any
+	// beat.KindHTTP dispatch).
 	StartupSceneHTTP = "http"
 	// StartupSceneReady: a call of Ready.
 	StartupSceneReady = "Ready"

@@ -1,5 +1,6 @@
 // Command routerbench serves GET /fast and a route with a parameter on
-// one of chi, gin, echo or a Go 1.22 ServeMux.
+// one of chi, gin, echo, a Go 1.22 ServeMux or fiber (on fasthttp's
+// server).
 package main
 
 import (
@@ -11,11 +12,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-chi/chi/v5"
+	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
 )
 
 func main() {
-	router := flag.String("router", "chi", "chi, gin, echo or mux")
+	router := flag.String("router", "chi", "chi, gin, echo, mux or fiber")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
 	var h http.Handler
@@ -46,15 +48,29 @@ func main() {
 		e.GET("/fast", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 		e.GET("/orders/:id", func(c echo.Context) error { return c.String(http.StatusOK, "order "+c.Param("id")+"\n") })
 		h = e
+	case "fiber":
+		app := fiber.New(fiber.Config{DisableStartupMessage: true})
+		app.Get("/fast", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
+		app.Get("/orders/:id", func(c *fiber.Ctx) error { return c.SendString("order " + c.Params("id") + "\n") })
+		ln := listen(*addr)
+		fmt.Printf("listening on %s\n", ln.Addr())
+		app.Listener(ln)
+		return
 	default:
 		fmt.Fprintln(os.Stderr, "unknown router", *router)
 		os.Exit(2)
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln := listen(*addr)
+	fmt.Printf("listening on %s\n", ln.Addr())
+	http.Serve(ln, h)
+}
+
+// listen listens on addr, or exits.
+func listen(addr string) net.Listener {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("listening on %s\n", ln.Addr())
-	http.Serve(ln, h)
+	return ln
 }

@@ -62,7 +62,7 @@ func compile(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		}
 		return err
 	}
-	fmt.Fprintf(stderr, "matrixexec: note: %s left without route hooks: the compiler rejected them (%s)\n", c.ImportPath(), firstLine(append(out.Bytes(), errOut.Bytes()...)))
+	fmt.Fprintf(stderr, "matrixexec: note: %s left without route hooks: the compiler rejected them (%s): %s\n", c.ImportPath(), firstLine(append(out.Bytes(), errOut.Bytes()...)), rewrite.RouteHooksMissing(c.ImportPath()))
 	return compilePackage(cfg, args, false, stdin, stdout, stderr)
 }
 
@@ -115,7 +115,7 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 				return rerr
 			}
 			if note != "" {
-				fmt.Fprintf(stderr, "matrixexec: note: %s left without route hooks (%s): its requests keep the scene \"http\"\n", pkg, note)
+				fmt.Fprintf(stderr, "matrixexec: note: %s left without route hooks (%s): %s\n", pkg, note, rewrite.RouteHooksMissing(pkg))
 			}
 			log.Debug().Str("note", note).Msg("added route hooks")
 			// The hooked files are the package's sources from here on,

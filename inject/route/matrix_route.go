@@ -1,7 +1,8 @@
 //go:build matrixexec_inject
 
-// This file is added to the routers and RPC servers that matrixexec hooks
-// (gin, echo, chi, gorilla/mux, httprouter, gRPC; see rewrite.PatchRoutes).
+// This file is added to the routers, HTTP servers and RPC servers that
+// matrixexec hooks (gin, echo, chi, gorilla/mux, httprouter, fiber,
+// fasthttp, gRPC; see rewrite.PatchRoutes).
 // It is Go 1.7's (no generics, no any): httprouter's module declares no
 // Go version, and so compiles with -lang=go1.7.
 // matrixexec renders it with the package clause of the package it joins and
@@ -42,6 +43,18 @@ func __matrix_rt_begin(kind int, name string) __matrix_rt_unsafe.Pointer
 
 //go:linkname __matrix_rt_end runtime.matrixDispatchEnd
 func __matrix_rt_end(d __matrix_rt_unsafe.Pointer, scene string)
+
+//go:linkname __matrix_rt_begin_request runtime.matrixDispatchBeginRequest
+func __matrix_rt_begin_request(kind int, name, method, host string, tls bool) __matrix_rt_unsafe.Pointer
+
+//go:linkname __matrix_rt_traceparent runtime.matrixDispatchTraceParent
+func __matrix_rt_traceparent(d __matrix_rt_unsafe.Pointer, tp string)
+
+//go:linkname __matrix_rt_status runtime.matrixDispatchStatus
+func __matrix_rt_status(code int)
+
+//go:linkname __matrix_rt_serving runtime.matrixServing
+func __matrix_rt_serving()
 
 // __matrix_rt_active reports whether the goroutine serves a dispatch that
 // is being recorded: a scene computed at some cost is computed only then.
@@ -123,4 +136,64 @@ func __matrix_rt_call(kind int, name, method string) __matrix_rt_unsafe.Pointer 
 		__matrix_rt_scene(method)
 	}
 	return d
+}
+
+// A server that keeps a request's line and headers in byte slices it
+// reuses (fasthttp) begins the request's dispatch with
+// __matrix_rt_begin_request itself, in the frame that calls the handler,
+// while the recording flag is set: the method and host are copied into
+// strings only then. __matrix_rt_none gives the dispatch's variable its
+// type when nothing records.
+func __matrix_rt_none() __matrix_rt_unsafe.Pointer { return nil }
+
+// __matrix_rt_method returns the request method m as a string, without
+// copying the common ones: the dispatch keeps it past the request, and the
+// server reuses m's bytes.
+func __matrix_rt_method(m []byte) string {
+	switch string(m) {
+	case "GET":
+		return "GET"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "DELETE":
+		return "DELETE"
+	case "HEAD":
+		return "HEAD"
+	case "PATCH":
+		return "PATCH"
+	case "OPTIONS":
+		return "OPTIONS"
+	}
+	return string(m)
+}
+
+// __matrix_rt_host returns the request's host as a string that the
+// dispatch may keep, allocating nothing when it is the host of the request
+// before. (The file imports nothing but unsafe: a package gets no other
+// import than those its own files make.)
+//
+//go:linkname __matrix_rt_host runtime.matrixHost
+func __matrix_rt_host(h []byte) string
+
+// __matrix_rt_traceparent_key is the canonical key of the W3C trace
+// context header.
+var __matrix_rt_traceparent_key = []byte("Traceparent")
+
+// __matrix_rt_traceparent_bytes gives the request's W3C traceparent
+// header, if it has one, to its dispatch d.
+func __matrix_rt_traceparent_bytes(d __matrix_rt_unsafe.Pointer, tp []byte) {
+	if d != nil && len(tp) != 0 {
+		__matrix_rt_traceparent(d, string(tp))
+	}
+}
+
+// __matrix_rt_served ends the dispatch d of a request the handler has
+// answered with the status code code, on the goroutine that began it.
+func __matrix_rt_served(d __matrix_rt_unsafe.Pointer, code int) {
+	if code >= 200 {
+		__matrix_rt_status(code)
+	}
+	__matrix_rt_end(d, "")
 }

@@ -926,6 +926,26 @@ func matrixDispatchBeginRequest(kind int, name, method, host string, tls bool) u
 	return nil
 }
 
+// matrixHost returns h, the host of a request whose dispatch begins, as a
+// string the dispatch may keep: the string of the call before when h has
+// the same bytes. A server that keeps the request's host in a buffer it
+// reuses (fasthttp) then allocates for it only when the host changes,
+// which a service's requests seldom do.
+//
+//go:linkname matrixHost
+func matrixHost(h []byte) string {
+	if p := (*string)(atomic.Loadp(unsafe.Pointer(&matrixLastHost))); p != nil && *p == string(h) {
+		return *p
+	}
+	s := new(string)
+	*s = string(h)
+	atomicstorep(unsafe.Pointer(&matrixLastHost), unsafe.Pointer(s))
+	return *s
+}
+
+// matrixLastHost is the string matrixHost returned last.
+var matrixLastHost *string
+
 // matrixDispatchStatus gives the status code of a response written on the
 // current goroutine to its dispatch.
 //

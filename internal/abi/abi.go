@@ -338,7 +338,7 @@ type Kind int
 // plain ints; beat.Kind has the same values.
 const (
 	KindCustom    Kind = iota // Begin/Run from user code
-	KindHTTP                  // a request served by net/http
+	KindHTTP                  // a request served by net/http or fasthttp
 	KindTest                  // a test run by the testing package
 	KindBenchmark             // one run of a benchmark
 	KindFrame                 // a frame of a frame loop
