@@ -231,8 +231,9 @@ var routeRules = map[string][]routeRule{
 		},
 	}},
 	// fasthttp: every request its server hands to the handler is a
-	// dispatch, as net/http's are (see fastServe), and a server entering
-	// its accept loop makes the service ready. The function that serves
+	// dispatch, as net/http's are (see fastServe), a server entering its
+	// accept loop makes the service ready, and each attempt of a client
+	// request is a boundary (fastClient). The function that serves
 	// a connection was split in v1.7x: newest first.
 	"github.com/valyala/fasthttp": {
 		fastServe("serveConnCounted", "c net.Conn, countConcurrency bool"),
@@ -276,15 +277,25 @@ func fastServe(fn, params string) routeRule {
 		"__matrix_rt_traceparent_bytes(__matrix_rt_d, __matrix_rt_tp) }; ", kindHTTP)
 	return routeRule{
 		needs: []string{"RequestCtx.Method", "RequestCtx.Host", "RequestCtx.IsTLS", "RequestCtx.Request", "RequestCtx.Response",
-			"Request.Header", "RequestHeader.peek", "Response.StatusCode"},
+			"Request.Header", "RequestHeader.peek", "Response.StatusCode", "RequestHeader.Method", "HostClient.Addr", "HostClient.IsTLS"},
 		hooks: []routeHook{
 			{recv: "Server", name: "Serve", params: "ln net.Listener", text: "__matrix_rt_serving(); "},
+			{recv: "HostClient", name: "do", params: "req *Request, resp *Response", text: fastClient},
 			{recv: "Server", name: fn, params: params, before: "s.Handler(ctx)", text: begin},
 			{recv: "Server", name: fn, params: params, after: "s.Handler(ctx)",
 				text: "; if __matrix_rt_d != nil { __matrix_rt_served(__matrix_rt_d, ctx.Response.StatusCode()) }"},
 		},
 	}
 }
+
+// fastClient makes each attempt of a fasthttp client's request (a
+// Client's and a HostClient's Do reach HostClient.do once an attempt, the
+// wait for a free connection included) a boundary named by
+// its method, the scheme and the host client's address, while the
+// recorder is on, as net/http's client requests are. The method's bytes
+// are read in place: the boundary's text is copied before the call goes
+// on.
+var fastClient = fmt.Sprintf(`if *__matrix_rt_on != 0 && __matrix_rt_bound(%d, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, nil) { defer __matrix_rt_unbound() }; `, abi.BoundHTTP)
 
 // grpcServer returns a rule of gRPC's: its client hooks, and the server's
 // dispatch of each call in fn (unary and streaming calls alike), or in

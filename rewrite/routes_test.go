@@ -626,6 +626,8 @@ type RequestHeader struct{ traceparent []byte }
 
 func (h *RequestHeader) peek(key []byte) []byte { return h.traceparent }
 
+func (h *RequestHeader) Method() []byte { return []byte("GET") }
+
 type Request struct{ Header RequestHeader }
 
 type Response struct{ statusCode int }
@@ -642,6 +644,15 @@ func (ctx *RequestCtx) Host() []byte   { return []byte("example.com") }
 func (ctx *RequestCtx) IsTLS() bool    { return false }
 
 type RequestHandler func(ctx *RequestCtx)
+
+type HostClient struct {
+	Addr  string
+	IsTLS bool
+}
+
+func (c *HostClient) do(req *Request, resp *Response) (bool, error) {
+	return false, nil
+}
 
 type Server struct{ Handler RequestHandler }
 
@@ -661,9 +672,10 @@ func (s *Server) serveConnCounted(c net.Conn, countConcurrency bool) error {
 
 // TestPatchRoutesFastHTTP: each call of a fasthttp server's handler is a
 // dispatch begun in the frame that calls it and ended, with the status
-// code, after it, in both shapes of the connection loop; the patched
-// package compiles with the declarations file. A loop without the call is
-// left untouched with a note.
+// code, after it, in both shapes of the connection loop, and each attempt
+// of a client's request is a boundary; the patched package compiles with
+// the declarations file. A loop without the call is left untouched with a
+// note.
 func TestPatchRoutesFastHTTP(t *testing.T) {
 	for _, tc := range []struct{ name, shape string }{
 		{"serveConnCounted", fasthttpShape},
@@ -692,6 +704,10 @@ func TestPatchRoutesFastHTTP(t *testing.T) {
 			}
 			if !strings.Contains(string(out), "func (s *Server) Serve(ln net.Listener) error {__matrix_rt_serving(); ") {
 				t.Errorf("Serve does not make the service ready:\n%s", out)
+			}
+			const bound = `if *__matrix_rt_on != 0 && __matrix_rt_bound(2, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, nil) { defer __matrix_rt_unbound() }; `
+			if !strings.Contains(string(out), "func (c *HostClient) do(req *Request, resp *Response) (bool, error) {"+bound) {
+				t.Errorf("a client's attempt is not a boundary:\n%s", out)
 			}
 			if _, _, err := typeCheck(t, "fasthttp", files); err != nil {
 				t.Errorf("the patched package does not type-check: %v", err)

@@ -177,6 +177,18 @@ func __matrix_rt_method(m []byte) string {
 //go:linkname __matrix_rt_host runtime.matrixHost
 func __matrix_rt_host(h []byte) string
 
+// __matrix_rt_bytes returns b's bytes as a string, without copying them,
+// for a boundary's text, which is copied before the call it names goes on.
+func __matrix_rt_bytes(b []byte) string { return *(*string)(__matrix_rt_unsafe.Pointer(&b)) }
+
+// __matrix_rt_scheme returns the scheme of a client's connections.
+func __matrix_rt_scheme(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
+}
+
 // __matrix_rt_traceparent_key is the canonical key of the W3C trace
 // context header.
 var __matrix_rt_traceparent_key = []byte("Traceparent")

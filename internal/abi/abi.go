@@ -118,8 +118,9 @@ const (
 	// driver's package, "" when unknown) and the statement, normalised
 	// (literals become "?") and cut at BoundStatementMax characters.
 	BoundDB = 1
-	// BoundHTTP is a net/http client request: its method, scheme and
-	// host (with the port, if the URL has one); never its path or query.
+	// BoundHTTP is a net/http or fasthttp client request: its method,
+	// scheme and host (with the port, if the URL has one; a fasthttp
+	// HostClient's address); never its path or query.
 	BoundHTTP = 2
 	// BoundRPC is a gRPC client call: its full method
 	// ("/shop.Orders/Get") and the target's host.
