@@ -206,30 +206,12 @@ var routeRules = map[string][]routeRule{
 	// named by the route that handles it, once its middleware passes it
 	// on, and unmatched where fiber answers 404 for want of any. The
 	// request itself is a dispatch of fasthttp's server (below).
-	"github.com/gofiber/fiber/v2": {{
-		needs: []string{"Route.Path", "Route.Method", "Route.use", "Ctx.route", "Ctx.matched", "Ctx.method"},
-		hooks: []routeHook{
-			{recv: "App", name: "next", params: "c *Ctx",
-				after: "c.route = route",
-				text:  "; if !route.use { __matrix_rt_route(route.Method, route.Path) }"},
-			{recv: "App", name: "next", params: "c *Ctx",
-				before: `err := NewError(StatusNotFound, "Cannot "+c.method+" "+html.EscapeString(c.pathOriginal))`,
-				text:   `if !c.matched { __matrix_rt_route(c.method, "") }; `},
-		},
-	}},
+	"github.com/gofiber/fiber/v2": {fiberRouting("Ctx", "c.method",
+		`err := NewError(StatusNotFound, "Cannot "+c.method+" "+html.EscapeString(c.pathOriginal))`, "Ctx.method")},
 	// fiber v3: as v2, with its default context (a custom context keeps
 	// the scene "http").
-	"github.com/gofiber/fiber/v3": {{
-		needs: []string{"Route.Path", "Route.Method", "Route.use", "DefaultCtx.route", "DefaultCtx.matched", "DefaultReq.Method"},
-		hooks: []routeHook{
-			{recv: "App", name: "next", params: "c *DefaultCtx",
-				after: "c.route = route",
-				text:  "; if !route.use { __matrix_rt_route(route.Method, route.Path) }"},
-			{recv: "App", name: "next", params: "c *DefaultCtx",
-				before: "if c.matched {\n\treturn false, ErrNotFound\n}",
-				text:   `if !c.matched { __matrix_rt_route(c.Method(), "") }; `},
-		},
-	}},
+	"github.com/gofiber/fiber/v3": {fiberRouting("DefaultCtx", "c.Method()",
+		"if c.matched {\n\treturn false, ErrNotFound\n}", "DefaultReq.Method")},
 	// fasthttp: every request its server hands to the handler is a
 	// dispatch, as net/http's are (see fastServe), a server entering its
 	// accept loop makes the service ready, and each attempt of a client
@@ -253,6 +235,25 @@ var routeRules = map[string][]routeRule{
 		grpcServer("", "ctx context.Context, t transport.ServerTransport, stream *transport.Stream"),
 		grpcServer("", "t transport.ServerTransport, stream *transport.Stream"),
 	},
+}
+
+// fiberRouting returns a rule of fiber's, in (*App).next, whose context
+// parameter is a *ctxType: a route that is not middleware names the
+// request once it matched, and the request is unmatched before notFound,
+// where the route stack ran out, if no such route matched; method is the
+// request's method there. needs are members these use besides those of
+// every release.
+func fiberRouting(ctxType, method, notFound string, needs ...string) routeRule {
+	params := "c *" + ctxType
+	return routeRule{
+		needs: append([]string{"Route.Path", "Route.Method", "Route.use", ctxType + ".route", ctxType + ".matched"}, needs...),
+		hooks: []routeHook{
+			{recv: "App", name: "next", params: params, after: "c.route = route",
+				text: "; if !route.use { __matrix_rt_route(route.Method, route.Path) }"},
+			{recv: "App", name: "next", params: params, before: notFound,
+				text: "if !c.matched { __matrix_rt_route(" + method + `, "") }; `},
+		},
+	}
 }
 
 // fastServe returns a rule of fasthttp's, whose function fn (with the

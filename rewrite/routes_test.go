@@ -723,3 +723,86 @@ func TestPatchRoutesFastHTTP(t *testing.T) {
 		t.Errorf("another shape: files %v, note %q, err %v; want it untouched with a note", files, note, err)
 	}
 }
+
+// fiberShape is the part of fiber v2's app that its route hooks rely on.
+const fiberShape = `package fiber
+
+import "html"
+
+type Route struct {
+	use    bool
+	Path   string
+	Method string
+}
+
+type Ctx struct {
+	route        *Route
+	matched      bool
+	method       string
+	pathOriginal string
+}
+
+type App struct{ stack []*Route }
+
+const StatusNotFound = 404
+
+type Error struct{ Code int }
+
+func (e *Error) Error() string { return "" }
+
+func NewError(code int, message ...string) *Error { return &Error{Code: code} }
+
+func (app *App) next(c *Ctx) (bool, error) {
+	for _, route := range app.stack {
+		c.route = route
+		if !c.matched && !route.use {
+			c.matched = true
+		}
+		return true, nil
+	}
+	err := NewError(StatusNotFound, "Cannot "+c.method+" "+html.EscapeString(c.pathOriginal))
+	return false, err
+}
+`
+
+// TestPatchRoutesFiber: fiber's app names a request after the first route
+// that is not middleware it runs, and unmatched where its route stack runs
+// out with none, in v2's shape and in v3's (a default context whose method
+// is a method); the patched package compiles with the declarations file.
+func TestPatchRoutesFiber(t *testing.T) {
+	v3 := strings.NewReplacer(
+		"type Ctx struct {", "type DefaultReq struct{ method string }\n\nfunc (r *DefaultReq) Method(override ...string) string { return r.method }\n\ntype DefaultCtx struct {\n\tDefaultReq",
+		"\tmethod       string\n", "",
+		"func (app *App) next(c *Ctx)", "func (app *App) next(c *DefaultCtx)",
+		"\terr := NewError(StatusNotFound, \"Cannot \"+c.method+\" \"+html.EscapeString(c.pathOriginal))\n\treturn false, err\n",
+		"\tif c.matched {\n\t\treturn false, NewError(StatusNotFound)\n\t}\n\treturn false, NewError(StatusNotFound, html.EscapeString(c.pathOriginal))\n",
+	).Replace(fiberShape)
+	v3 = strings.Replace(v3, "if c.matched {\n\t\treturn false, NewError(StatusNotFound)\n\t}", "if c.matched {\n\t\treturn false, ErrNotFound\n\t}", 1) + "\nvar ErrNotFound = NewError(StatusNotFound)\n"
+	for _, tc := range []struct{ pkg, shape, unmatched string }{
+		{"github.com/gofiber/fiber/v2", fiberShape, `if !c.matched { __matrix_rt_route(c.method, "") }; /*line `},
+		{"github.com/gofiber/fiber/v3", v3, `if !c.matched { __matrix_rt_route(c.Method(), "") }; /*line `},
+	} {
+		t.Run(tc.pkg, func(t *testing.T) {
+			src := filepath.Join(t.TempDir(), "router.go")
+			if err := os.WriteFile(src, []byte(tc.shape), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files, note, err := PatchRoutes(tc.pkg, []string{src}, t.TempDir())
+			if err != nil || note != "" {
+				t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+			}
+			out, err := os.ReadFile(files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"\t\tc.route = route; if !route.use { __matrix_rt_route(route.Method, route.Path) }/*line ", tc.unmatched} {
+				if !strings.Contains(string(out), s) {
+					t.Errorf("patched file has no %q:\n%s", s, out)
+				}
+			}
+			if _, _, err := typeCheck(t, "fiber", files); err != nil {
+				t.Errorf("the patched package does not type-check: %v", err)
+			}
+		})
+	}
+}
