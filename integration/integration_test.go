@@ -194,6 +194,7 @@ var fullOnly = map[string]string{
 	"fw_fiber":       framework,
 	"fw_gin":         framework,
 	"fw_grpc":        framework,
+	"fw_hertz":       framework,
 	"fw_httprouter":  framework,
 	"fw_mux":         framework,
 	"cache":          ownMap,

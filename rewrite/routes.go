@@ -221,6 +221,32 @@ var routeRules = map[string][]routeRule{
 		fastServe("serveConnCounted", "c net.Conn, countConcurrency bool"),
 		fastServe("serveConn", "c net.Conn"),
 	},
+	// hertz: every request its HTTP/1 server hands to the engine is a
+	// dispatch, as fasthttp's are (see hertzServe); the engine's match
+	// names the scene after the route's full path (groups included), and
+	// a request it answers with an error for want of a route (404, 405, or
+	// 400 for a request it cannot route) is unmatched. The tree's method
+	// names the route: the request's own method is a string over bytes
+	// the server reuses. Run makes the service ready.
+	"github.com/cloudwego/hertz/pkg/route": {{
+		needs: []string{"router.method", "nodeValue.fullPath", "nodeValue.handlers"},
+		hooks: []routeHook{
+			{recv: "Engine", name: "Run", params: "", text: "__matrix_rt_serving(); "},
+			{recv: "Engine", name: "ServeHTTP", params: "c context.Context, ctx *app.RequestContext",
+				after: "ctx.SetFullPath(value.fullPath)",
+				text:  "; __matrix_rt_route(t[i].method, value.fullPath)"},
+			{name: "serveError", params: "c context.Context, ctx *app.RequestContext, code int, defaultMessage []byte",
+				text: `if __matrix_rt_active() { __matrix_rt_route(__matrix_rt_method(ctx.Request.Header.Method()), "") }; `},
+		},
+	}},
+	// hertz's HTTP/1 server and client: each request the server hands to
+	// its engine (s.Core) is a dispatch, and each attempt of a host
+	// client's request a boundary (fastClient: the same fields). Releases
+	// before v0.4 hand the engine the connection's context.
+	"github.com/cloudwego/hertz/pkg/protocol/http1": {
+		hertzServe("cc"),
+		hertzServe("c"),
+	},
 	// gRPC: every unary and streaming call the server handles, and every
 	// call a client makes, every message a client stream sends or receives
 	// (a boundary named by its method and target). The server's shape
@@ -284,6 +310,32 @@ func fastServe(fn, params string) routeRule {
 			{recv: "HostClient", name: "do", params: "req *Request, resp *Response", text: fastClient},
 			{recv: "Server", name: fn, params: params, before: "s.Handler(ctx)", text: begin},
 			{recv: "Server", name: fn, params: params, after: "s.Handler(ctx)",
+				text: "; if __matrix_rt_d != nil { __matrix_rt_served(__matrix_rt_d, ctx.Response.StatusCode()) }"},
+		},
+	}
+}
+
+// hertzServe returns a rule of hertz's HTTP/1 server, whose Serve loop
+// hands each request to the engine with the context ctxVar: the call is a
+// dispatch of kind HTTP, begun in Serve's frame with the request's method,
+// host (its header's: the URI must not be parsed before the engine runs),
+// scheme and trace context, all read before it begins and copied only
+// while recording, as fastServe's are, and ended with the status code once
+// the engine returns. The engine recovers a handler's panic when the
+// service has a recovery middleware or a panic handler; without one, the
+// panic ends the program.
+func hertzServe(ctxVar string) routeRule {
+	call := "s.Core.ServeHTTP(" + ctxVar + ", ctx)"
+	begin := fmt.Sprintf("__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { "+
+		"__matrix_rt_tp := ctx.Request.Header.Peek(\"Traceparent\"); "+
+		"__matrix_rt_d = __matrix_rt_begin_request(%d, \"http\", __matrix_rt_method(ctx.Request.Header.Method()), __matrix_rt_host(ctx.Request.Header.Host()), s.TLS != nil); "+
+		"__matrix_rt_traceparent_bytes(__matrix_rt_d, __matrix_rt_tp) }; ", kindHTTP)
+	return routeRule{
+		needs: []string{"Server.Core", "Option.TLS", "HostClient.Addr", "HostClient.IsTLS"},
+		hooks: []routeHook{
+			{recv: "HostClient", name: "do", params: "req *protocol.Request, resp *protocol.Response", text: fastClient},
+			{recv: "Server", name: "Serve", params: "c context.Context, conn network.Conn", before: call, text: begin},
+			{recv: "Server", name: "Serve", params: "c context.Context, conn network.Conn", after: call,
 				text: "; if __matrix_rt_d != nil { __matrix_rt_served(__matrix_rt_d, ctx.Response.StatusCode()) }"},
 		},
 	}
@@ -366,8 +418,8 @@ var rpcStream = fmt.Sprintf(`if *__matrix_rt_on != 0 && cs.desc != unaryStreamDe
 // compiler that rejects them).
 func RouteHooksMissing(pkg string) string {
 	switch pkg {
-	case "github.com/valyala/fasthttp":
-		return "its server's requests are not dispatches"
+	case "github.com/valyala/fasthttp", "github.com/cloudwego/hertz/pkg/protocol/http1":
+		return "its server's requests are not dispatches, and its client's are not boundaries"
 	case "google.golang.org/grpc":
 		return "its server's calls are not dispatches, and its client's are not boundaries"
 	}

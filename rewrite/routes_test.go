@@ -806,3 +806,221 @@ func TestPatchRoutesFiber(t *testing.T) {
 		})
 	}
 }
+
+// hertzStubs are the packages of hertz's that its HTTP/1 server's and
+// engine's route hooks use, reduced to what the hooks need.
+var hertzStubs = map[string]string{
+	"github.com/cloudwego/hertz/pkg/protocol": `package protocol
+
+type RequestHeader struct{ method, host []byte }
+
+func (h *RequestHeader) Method() []byte         { return h.method }
+func (h *RequestHeader) Host() []byte           { return h.host }
+func (h *RequestHeader) Peek(key string) []byte { return nil }
+
+type Request struct{ Header RequestHeader }
+
+type Response struct{ code int }
+
+func (resp *Response) StatusCode() int { return resp.code }
+`,
+	"github.com/cloudwego/hertz/pkg/app": `package app
+
+import "github.com/cloudwego/hertz/pkg/protocol"
+
+type RequestContext struct {
+	Request  protocol.Request
+	Response protocol.Response
+}
+
+func (ctx *RequestContext) SetFullPath(p string) {}
+`,
+	"github.com/cloudwego/hertz/pkg/network": "package network\n\ntype Conn interface{ Close() error }\n",
+}
+
+// hertzServerShape is the part of hertz's HTTP/1 server and client that
+// their hooks rely on (v0.4 on: the engine gets the loop's own context).
+const hertzServerShape = `package http1
+
+import (
+	"context"
+	"crypto/tls"
+
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/cloudwego/hertz/pkg/network"
+	"github.com/cloudwego/hertz/pkg/protocol"
+)
+
+type Core interface {
+	ServeHTTP(c context.Context, ctx *app.RequestContext)
+}
+
+type Option struct{ TLS *tls.Config }
+
+type Server struct {
+	Option
+	Core Core
+}
+
+func (s Server) Serve(c context.Context, conn network.Conn) (err error) {
+	cc := c
+	for i := 0; i < 2; i++ {
+		ctx := &app.RequestContext{}
+		s.Core.ServeHTTP(cc, ctx)
+		println("next")
+	}
+	return nil
+}
+
+type HostClient struct {
+	Addr  string
+	IsTLS bool
+}
+
+func (c *HostClient) do(req *protocol.Request, resp *protocol.Response) (bool, error) {
+	return false, nil
+}
+`
+
+// hertzEngineShape is the part of hertz's engine that its hooks rely on.
+const hertzEngineShape = `package route
+
+import (
+	"context"
+
+	"github.com/cloudwego/hertz/pkg/app"
+)
+
+type router struct{ method string }
+
+type nodeValue struct {
+	handlers []func()
+	fullPath string
+}
+
+func (r *router) find(path string) nodeValue { return nodeValue{} }
+
+type Engine struct{ trees []*router }
+
+func (engine *Engine) Run() (err error) { return nil }
+
+func (engine *Engine) ServeHTTP(c context.Context, ctx *app.RequestContext) {
+	t := engine.trees
+	for i, tl := 0, len(t); i < tl; i++ {
+		value := t[i].find("/")
+		if value.handlers != nil {
+			ctx.SetFullPath(value.fullPath)
+			return
+		}
+	}
+	serveError(c, ctx, 404, nil)
+}
+
+func serveError(c context.Context, ctx *app.RequestContext, code int, defaultMessage []byte) {}
+`
+
+// stubImporter imports the packages of srcs from their source, and any
+// other from the installed standard library.
+type stubImporter struct {
+	fset *token.FileSet
+	srcs map[string]string
+	done map[string]*types.Package
+}
+
+func (s *stubImporter) Import(path string) (*types.Package, error) {
+	if p, ok := s.done[path]; ok {
+		return p, nil
+	}
+	src, ok := s.srcs[path]
+	if !ok {
+		return importer.Default().Import(path)
+	}
+	f, err := parser.ParseFile(s.fset, path+".go", src, 0)
+	if err != nil {
+		return nil, err
+	}
+	p, err := (&types.Config{Importer: s}).Check(path, s.fset, []*ast.File{f}, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.done[path] = p
+	return p, nil
+}
+
+// patchHertz patches shape as package pkg and type-checks the result
+// against hertzStubs, returning the patched file's text.
+func patchHertz(t *testing.T, pkg, shape string) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "hertz.go")
+	if err := os.WriteFile(src, []byte(shape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes(pkg, []string{src}, t.TempDir())
+	if err != nil || note != "" {
+		t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	astFiles := parseFiles(t, fset, files)
+	imp := &stubImporter{fset: fset, srcs: hertzStubs, done: map[string]*types.Package{}}
+	if _, err := (&types.Config{Importer: imp}).Check(pkg, fset, astFiles, nil); err != nil {
+		t.Errorf("the patched package does not type-check: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestPatchRoutesHertz: each request hertz's HTTP/1 server hands to its
+// engine is a dispatch begun in the loop's frame with the request's
+// method, header host, scheme and trace context, and ended with its status
+// code, whether the engine gets the loop's context (v0.4 on) or the
+// connection's; each attempt of a host client's request is a boundary;
+// the engine names the scene after the route's full path with the tree's
+// method, unmatched where it answers an error, and Run makes the service
+// ready. The patched packages type-check. A loop without the engine's call
+// is left untouched with a note.
+func TestPatchRoutesHertz(t *testing.T) {
+	const pkg = "github.com/cloudwego/hertz/pkg/protocol/http1"
+	for _, tc := range []struct{ name, shape, ctx string }{
+		{"loop context", hertzServerShape, "cc"},
+		{"connection context", strings.NewReplacer("\tcc := c\n", "", "s.Core.ServeHTTP(cc, ctx)", "s.Core.ServeHTTP(c, ctx)").Replace(hertzServerShape), "c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := patchHertz(t, pkg, tc.shape)
+			line := strings.Count(tc.shape[:strings.Index(tc.shape, "s.Core.ServeHTTP(")], "\n") + 1
+			begin := regexp.MustCompile(`(?m)^\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_tp := ctx\.Request\.Header\.Peek\("Traceparent"\); ` +
+				`__matrix_rt_d = __matrix_rt_begin_request\(1, "http", __matrix_rt_method\(ctx\.Request\.Header\.Method\(\)\), __matrix_rt_host\(ctx\.Request\.Header\.Host\(\)\), s\.TLS != nil\); ` +
+				`__matrix_rt_traceparent_bytes\(__matrix_rt_d, __matrix_rt_tp\) \}; /\*line [^*]+:` + strconv.Itoa(line) + `:3\*/s\.Core\.ServeHTTP\(` + tc.ctx + `, ctx\); ` +
+				`if __matrix_rt_d != nil \{ __matrix_rt_served\(__matrix_rt_d, ctx\.Response\.StatusCode\(\)\) \}/\*line [^*]+:` + strconv.Itoa(line) + `:\d+\*/$`)
+			if !begin.MatchString(out) {
+				t.Errorf("the engine's call is not a dispatch:\n%s", out)
+			}
+			const bound = `if *__matrix_rt_on != 0 && __matrix_rt_bound(2, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, nil) { defer __matrix_rt_unbound() }; `
+			if !strings.Contains(out, "func (c *HostClient) do(req *protocol.Request, resp *protocol.Response) (bool, error) {"+bound) {
+				t.Errorf("a client's attempt is not a boundary:\n%s", out)
+			}
+		})
+	}
+	t.Run("engine", func(t *testing.T) {
+		out := patchHertz(t, "github.com/cloudwego/hertz/pkg/route", hertzEngineShape)
+		for _, s := range []string{
+			"func (engine *Engine) Run() (err error) {__matrix_rt_serving(); ",
+			"\t\t\tctx.SetFullPath(value.fullPath); __matrix_rt_route(t[i].method, value.fullPath)/*line ",
+			`func serveError(c context.Context, ctx *app.RequestContext, code int, defaultMessage []byte) {if __matrix_rt_active() { __matrix_rt_route(__matrix_rt_method(ctx.Request.Header.Method()), "") }; `,
+		} {
+			if !strings.Contains(out, s) {
+				t.Errorf("patched file has no %q:\n%s", s, out)
+			}
+		}
+	})
+	src := filepath.Join(t.TempDir(), "server.go")
+	if err := os.WriteFile(src, []byte(strings.Replace(hertzServerShape, "s.Core.ServeHTTP(cc, ctx)", "core := s.Core; core.ServeHTTP(cc, ctx)", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes(pkg, []string{src}, t.TempDir())
+	if err != nil || !strings.Contains(note, `no statement "s.Core.ServeHTTP(c, ctx)"`) || !slices.Equal(files, []string{src}) {
+		t.Errorf("another shape: files %v, note %q, err %v; want it untouched with a note", files, note, err)
+	}
+}

@@ -56,8 +56,9 @@ const (
 // Values of the "scene" field of start-up reports: what made the process
 // ready.
 const (
-	// StartupSceneHTTP: a net/http or fasthttp server entered its accept
-	// loop ((*http.Server).Serve, (*fasthttp.Server).Serve), or, if the
+	// StartupSceneHTTP: a net/http, fasthttp or hertz server entered its
+	// accept loop ((*http.Server).Serve, (*fasthttp.Server).Serve,
+	// hertz's (*route.Engine).Run), or, if the
 	// tracer started after that, the first request served (any
 	// beat.KindHTTP dispatch).
 	StartupSceneHTTP = "http"

@@ -2,7 +2,7 @@
 
 // This file is added to the routers, HTTP servers and RPC servers that
 // matrixexec hooks (gin, echo, chi, gorilla/mux, httprouter, fiber,
-// fasthttp, gRPC; see rewrite.PatchRoutes).
+// fasthttp, hertz, gRPC; see rewrite.PatchRoutes).
 // It is Go 1.7's (no generics, no any): httprouter's module declares no
 // Go version, and so compiles with -lang=go1.7.
 // matrixexec renders it with the package clause of the package it joins and

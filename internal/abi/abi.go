@@ -118,9 +118,9 @@ const (
 	// driver's package, "" when unknown) and the statement, normalised
 	// (literals become "?") and cut at BoundStatementMax characters.
 	BoundDB = 1
-	// BoundHTTP is a net/http or fasthttp client request: its method,
-	// scheme and host (with the port, if the URL has one; a fasthttp
-	// HostClient's address); never its path or query.
+	// BoundHTTP is a net/http, fasthttp or hertz client request: its
+	// method, scheme and host (with the port, if the URL has one; a
+	// fasthttp or hertz HostClient's address); never its path or query.
 	BoundHTTP = 2
 	// BoundRPC is a gRPC client call: its full method
 	// ("/shop.Orders/Get") and the target's host.
@@ -339,7 +339,7 @@ type Kind int
 // plain ints; beat.Kind has the same values.
 const (
 	KindCustom    Kind = iota // Begin/Run from user code
-	KindHTTP                  // a request served by net/http or fasthttp
+	KindHTTP                  // a request served by net/http, fasthttp or hertz
 	KindTest                  // a test run by the testing package
 	KindBenchmark             // one run of a benchmark
 	KindFrame                 // a frame of a frame loop
