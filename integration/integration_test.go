@@ -193,6 +193,7 @@ var fullOnly = map[string]string{
 	"fw_fasthttp":    framework,
 	"fw_fiber":       framework,
 	"fw_gin":         framework,
+	"fw_gozero":      framework,
 	"fw_grpc":        framework,
 	"fw_hertz":       framework,
 	"fw_httprouter":  framework,

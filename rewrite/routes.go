@@ -200,6 +200,24 @@ var routeRules = map[string][]routeRule{
 					"}(handle, __matrix_rt_name(method, path)) }; "},
 		},
 	}},
+	// go-zero's REST router keeps no route's path past its registration
+	// either: each route's handler (go-zero's middleware chain with the
+	// route's function at its end) is wrapped where the router registers
+	// it, so that the request is named on its own goroutine before the
+	// chain runs (its timeout middleware runs the rest on another). A
+	// request is unmatched where the router finds no route for it.
+	"github.com/zeromicro/go-zero/rest/router": {{
+		needs: []string{"patRouter.trees", "patRouter.notFound"},
+		hooks: []routeHook{
+			{recv: "patRouter", name: "Handle", params: "method, reqPath string, handler http.Handler",
+				text: "if handler != nil { handler = func(h http.Handler, scene string) http.Handler { " +
+					"return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { __matrix_rt_named(scene); h.ServeHTTP(w, r) }) " +
+					"}(handler, __matrix_rt_name(method, path.Clean(reqPath))) }; "},
+			{recv: "patRouter", name: "ServeHTTP", params: "w http.ResponseWriter, r *http.Request",
+				before: "allows, ok := pr.methodsAllowed(r.Method, reqPath)",
+				text:   `__matrix_rt_route(r.Method, ""); `},
+		},
+	}},
 	// fiber v2: the app's match, with the route's path as registered
 	// (groups and mounted apps included). A route a middleware is used on
 	// (route.use) matches a prefix and names nothing: the request is

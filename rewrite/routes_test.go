@@ -1024,3 +1024,74 @@ func TestPatchRoutesHertz(t *testing.T) {
 		t.Errorf("another shape: files %v, note %q, err %v; want it untouched with a note", files, note, err)
 	}
 }
+
+// goZeroShape is the part of go-zero's REST router that its hooks rely
+// on.
+const goZeroShape = `package router
+
+import (
+	"net/http"
+	"path"
+)
+
+type patRouter struct {
+	trees    map[string]map[string]http.Handler
+	notFound http.Handler
+}
+
+func (pr *patRouter) Handle(method, reqPath string, handler http.Handler) error {
+	if pr.trees[method] == nil {
+		pr.trees[method] = map[string]http.Handler{}
+	}
+	pr.trees[method][path.Clean(reqPath)] = handler
+	return nil
+}
+
+func (pr *patRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqPath := path.Clean(r.URL.Path)
+	if h, ok := pr.trees[r.Method][reqPath]; ok {
+		h.ServeHTTP(w, r)
+		return
+	}
+	allows, ok := pr.methodsAllowed(r.Method, reqPath)
+	if !ok {
+		pr.notFound.ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Allow", allows)
+}
+
+func (pr *patRouter) methodsAllowed(method, path string) (string, bool) { return "", false }
+`
+
+// TestPatchRoutesGoZero: go-zero's router wraps each route's handler where
+// it registers it, so that the request is named after the route's path
+// on the goroutine that serves it, before the handler runs, and names it
+// unmatched where it finds no route; the patched package compiles with
+// the declarations file.
+func TestPatchRoutesGoZero(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "patrouter.go")
+	if err := os.WriteFile(src, []byte(goZeroShape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes("github.com/zeromicro/go-zero/rest/router", []string{src}, t.TempDir())
+	if err != nil || note != "" {
+		t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"func (pr *patRouter) Handle(method, reqPath string, handler http.Handler) error {if handler != nil { handler = func(h http.Handler, scene string) http.Handler { " +
+			"return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { __matrix_rt_named(scene); h.ServeHTTP(w, r) }) }(handler, __matrix_rt_name(method, path.Clean(reqPath))) }; ",
+		"\t__matrix_rt_route(r.Method, \"\"); /*line " + src + ":27:2*/allows, ok := pr.methodsAllowed(r.Method, reqPath)",
+	} {
+		if !strings.Contains(string(out), s) {
+			t.Errorf("patched file has no %q:\n%s", s, out)
+		}
+	}
+	if _, _, err := typeCheck(t, "router", files); err != nil {
+		t.Errorf("the patched package does not type-check: %v", err)
+	}
+}
