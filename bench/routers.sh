@@ -3,7 +3,8 @@
 # built with -toolexec=matrixexec in zero-code mode and run with every
 # request a recorded dispatch (MATRIX_REPORT set, the default thresholds):
 # chi v5, gin, echo v4 and a Go 1.22 ServeMux (bench/routers), and fiber v2
-# on fasthttp's server when asked for (ROUTERS=fiber). Per round and
+# on fasthttp's server and hertz on its own server and netpoll when asked
+# for (ROUTERS=fiber, ROUTERS=hertz). Per round and
 # router, the plain and the instrumented server run in turn (the order
 # alternates from round to round), each with 1 s of warm-up and then
 # `wrk -t2 -c32` for D seconds on 127.0.0.1. The server's CPU time
@@ -17,7 +18,8 @@
 #
 # Usage: bench/routers.sh [ROUNDS [SECONDS]]   (default 20 rounds of 3 s)
 #   ROUTERS="chi gin" bench/routers.sh          only some routers (of chi,
-#                                               gin, echo, mux and fiber)
+#                                               gin, echo, mux, fiber and
+#                                               hertz)
 #   MX=/path/to/matrixexec bench/routers.sh     an already built matrixexec
 #   OUT=/some/dir bench/routers.sh              where raw outputs go
 #   PLAIN=bin INSTR=bin bench/routers.sh        measure these two builds of

@@ -1,15 +1,19 @@
 // Command routerbench serves GET /fast and a route with a parameter on
-// one of chi, gin, echo, a Go 1.22 ServeMux or fiber (on fasthttp's
-// server).
+// one of chi, gin, echo, a Go 1.22 ServeMux, fiber (on fasthttp's server)
+// or hertz (on its own server and netpoll).
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/cloudwego/hertz/pkg/app/server"
+	"github.com/cloudwego/hertz/pkg/common/hlog"
 	"github.com/gin-gonic/gin"
 	"github.com/go-chi/chi/v5"
 	"github.com/gofiber/fiber/v2"
@@ -17,7 +21,7 @@ import (
 )
 
 func main() {
-	router := flag.String("router", "chi", "chi, gin, echo, mux or fiber")
+	router := flag.String("router", "chi", "chi, gin, echo, mux, fiber or hertz")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
 	var h http.Handler
@@ -55,6 +59,15 @@ func main() {
 		ln := listen(*addr)
 		fmt.Printf("listening on %s\n", ln.Addr())
 		app.Listener(ln)
+		return
+	case "hertz":
+		ln := listen(*addr)
+		hlog.SetLevel(hlog.LevelError)
+		hz := server.New(server.WithListener(ln), server.WithDisablePrintRoute(true))
+		hz.GET("/fast", func(_ context.Context, c *app.RequestContext) { c.WriteString("ok\n") })
+		hz.GET("/orders/:id", func(_ context.Context, c *app.RequestContext) { c.WriteString("order " + c.Param("id") + "\n") })
+		fmt.Printf("listening on %s\n", ln.Addr())
+		hz.Run()
 		return
 	default:
 		fmt.Fprintln(os.Stderr, "unknown router", *router)
