@@ -200,6 +200,18 @@ var routeRules = map[string][]routeRule{
 					"}(handle, __matrix_rt_name(method, path)) }; "},
 		},
 	}},
+	// echo v5: the router hands every request's route to its context
+	// (InitializeRoute), the route's path as registered (groups included)
+	// when it matched one, and an empty path or a RouteNotFound route's
+	// when it matched none: those are unmatched. The scene's method is the
+	// request's (a HEAD request routed to a GET route stays HEAD).
+	"github.com/labstack/echo/v5": {{
+		needs: []string{"Context.request", "RouteInfo.Method", "RouteInfo.Path"},
+		hooks: []routeHook{
+			{recv: "Context", name: "InitializeRoute", params: "ri *RouteInfo, pathValues *PathValues",
+				text: `if ri.Path != "" && ri.Method != RouteNotFound { __matrix_rt_route(c.request.Method, ri.Path) } else { __matrix_rt_route(c.request.Method, "") }; `},
+		},
+	}},
 	// go-zero's REST router keeps no route's path past its registration
 	// either: each route's handler (go-zero's middleware chain with the
 	// route's function at its end) is wrapped where the router registers

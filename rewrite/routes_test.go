@@ -1095,3 +1095,53 @@ func TestPatchRoutesGoZero(t *testing.T) {
 		t.Errorf("the patched package does not type-check: %v", err)
 	}
 }
+
+// echo5Shape is the part of echo v5's context that its hook relies on.
+const echo5Shape = `package echo
+
+import "net/http"
+
+const RouteNotFound = "echo_route_not_found"
+
+type RouteInfo struct {
+	Method string
+	Path   string
+}
+
+type PathValues []string
+
+type Context struct {
+	request *http.Request
+	route   *RouteInfo
+}
+
+func (c *Context) InitializeRoute(ri *RouteInfo, pathValues *PathValues) {
+	c.route = ri
+}
+`
+
+// TestPatchRoutesEcho5: echo v5's context names the request after the
+// route the router hands it, with the request's method, and unmatched for
+// an empty route or a RouteNotFound route; the patched package compiles
+// with the declarations file.
+func TestPatchRoutesEcho5(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "context.go")
+	if err := os.WriteFile(src, []byte(echo5Shape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes("github.com/labstack/echo/v5", []string{src}, t.TempDir())
+	if err != nil || note != "" {
+		t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `func (c *Context) InitializeRoute(ri *RouteInfo, pathValues *PathValues) {if ri.Path != "" && ri.Method != RouteNotFound { __matrix_rt_route(c.request.Method, ri.Path) } else { __matrix_rt_route(c.request.Method, "") }; `
+	if !strings.Contains(string(out), want) {
+		t.Errorf("patched file has no %q:\n%s", want, out)
+	}
+	if _, _, err := typeCheck(t, "echo", files); err != nil {
+		t.Errorf("the patched package does not type-check: %v", err)
+	}
+}

@@ -1,8 +1,8 @@
 //go:build matrixexec_inject
 
 // This file is added to the routers, HTTP servers and RPC servers that
-// matrixexec hooks (gin, echo, chi, gorilla/mux, httprouter, go-zero,
-// fiber, fasthttp, hertz, gRPC; see rewrite.PatchRoutes).
+// matrixexec hooks (gin, echo v4 and v5, chi, gorilla/mux, httprouter,
+// go-zero, fiber, fasthttp, hertz, gRPC; see rewrite.PatchRoutes).
 // It is Go 1.7's (no generics, no any): httprouter's module declares no
 // Go version, and so compiles with -lang=go1.7.
 // matrixexec renders it with the package clause of the package it joins and
