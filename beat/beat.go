@@ -43,9 +43,11 @@ const (
 	KindBenchmark = Kind(abi.KindBenchmark) // one run of a benchmark
 	KindFrame     = Kind(abi.KindFrame)     // a frame of a frame loop
 	KindRPC       = Kind(abi.KindRPC)       // a call an RPC server (gRPC) handles
+	KindMessage   = Kind(abi.KindMessage)   // a message a subscription's handler processes (NATS)
 )
 
-// String names the kind: "custom", "http", "test", "benchmark" or "frame".
+// String names the kind: "custom", "http", "test", "benchmark", "frame",
+// "rpc" or "message".
 func (k Kind) String() string { return abi.Kind(k).String() }
 
 // Config sizes the recorder.

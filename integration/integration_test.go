@@ -199,6 +199,7 @@ var fullOnly = map[string]string{
 	"fw_hertz":       framework,
 	"fw_httprouter":  framework,
 	"fw_mux":         framework,
+	"fw_nats":        framework,
 	"cache":          ownMap,
 	"linedirectives": "compiles the standard library with -trimpath",
 	"mapfs":          ownMap,

@@ -79,8 +79,12 @@ var (
 	chiNotFoundV500 = "if rctx.methodNotAllowed {\n\tmx.MethodNotAllowedHandler().ServeHTTP(w, r)\n} else {\n\tmx.NotFoundHandler().ServeHTTP(w, r)\n}"
 )
 
-// kindRPC is the dispatch kind of a call an RPC server handles.
-const kindRPC = int(abi.KindRPC)
+// kindRPC is the dispatch kind of a call an RPC server handles, and
+// kindMessage of a message a subscription's handler processes.
+const (
+	kindRPC     = int(abi.KindRPC)
+	kindMessage = int(abi.KindMessage)
+)
 
 // routeRules are the routers and RPC servers whose requests get their
 // route template, or RPC method, as the scene. Each sets "METHOD unmatched"
@@ -277,6 +281,21 @@ var routeRules = map[string][]routeRule{
 		hertzServe("cc"),
 		hertzServe("c"),
 	},
+	// NATS: each message an asynchronous subscription's handler processes
+	// is a dispatch of kind message named "nats", begun on the
+	// subscription's goroutine where it calls the handler, with the
+	// subscription's subject (a pattern when it has wildcards: bounded) as
+	// its scene. The call is not deferred around: the client recovers no
+	// handler's panic.
+	"github.com/nats-io/nats.go": {{
+		needs: []string{"Subscription.Subject", "Subscription.mcb"},
+		hooks: []routeHook{
+			{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", before: "mcb(m)",
+				text: fmt.Sprintf(`__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { __matrix_rt_d = __matrix_rt_call(%d, "nats", s.Subject) }; `, kindMessage)},
+			{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", after: "mcb(m)",
+				text: `; if __matrix_rt_d != nil { __matrix_rt_end(__matrix_rt_d, "") }`},
+		},
+	}},
 	// gRPC: every unary and streaming call the server handles, and every
 	// call a client makes, every message a client stream sends or receives
 	// (a boundary named by its method and target). The server's shape
@@ -450,6 +469,8 @@ func RouteHooksMissing(pkg string) string {
 	switch pkg {
 	case "github.com/valyala/fasthttp", "github.com/cloudwego/hertz/pkg/protocol/http1":
 		return "its server's requests are not dispatches, and its client's are not boundaries"
+	case "github.com/nats-io/nats.go":
+		return "its subscriptions' messages are not dispatches"
 	case "google.golang.org/grpc":
 		return "its server's calls are not dispatches, and its client's are not boundaries"
 	}

@@ -1145,3 +1145,69 @@ func TestPatchRoutesEcho5(t *testing.T) {
 		t.Errorf("the patched package does not type-check: %v", err)
 	}
 }
+
+// natsShape is the part of nats.go's connection that its hooks rely on.
+const natsShape = `package nats
+
+import "sync"
+
+type Msg struct{ Subject string }
+
+type MsgHandler func(msg *Msg)
+
+type Subscription struct {
+	mu      sync.Mutex
+	Subject string
+	mcb     MsgHandler
+	msgs    []*Msg
+}
+
+type Conn struct{}
+
+func (nc *Conn) waitForMsgs(s *Subscription) {
+	for {
+		s.mu.Lock()
+		mcb := s.mcb
+		var m *Msg
+		if len(s.msgs) > 0 {
+			m, s.msgs = s.msgs[0], s.msgs[1:]
+		}
+		s.mu.Unlock()
+		if m == nil {
+			return
+		}
+		if m != nil {
+			mcb(m)
+		}
+	}
+}
+`
+
+// TestPatchRoutesNATS: each call of an asynchronous subscription's
+// handler is a dispatch of kind message named "nats", begun where the
+// subscription's goroutine calls it, with the subscription's subject as
+// its scene, and ended after it; the patched package compiles with the
+// declarations file.
+func TestPatchRoutesNATS(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "nats.go")
+	if err := os.WriteFile(src, []byte(natsShape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes("github.com/nats-io/nats.go", []string{src}, t.TempDir())
+	if err != nil || note != "" {
+		t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Count(natsShape[:strings.Index(natsShape, "mcb(m)")], "\n") + 1
+	want := regexp.MustCompile(`(?m)^\t\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_d = __matrix_rt_call\(6, "nats", s\.Subject\) \}; ` +
+		`/\*line [^*]+:` + strconv.Itoa(line) + `:4\*/mcb\(m\); if __matrix_rt_d != nil \{ __matrix_rt_end\(__matrix_rt_d, ""\) \}/\*line [^*]+:` + strconv.Itoa(line) + `:10\*/$`)
+	if !want.Match(out) {
+		t.Errorf("the handler's call is not a dispatch:\n%s", out)
+	}
+	if _, _, err := typeCheck(t, "nats", files); err != nil {
+		t.Errorf("the patched package does not type-check: %v", err)
+	}
+}

@@ -2,7 +2,7 @@
 
 // This file is added to the routers, HTTP servers and RPC servers that
 // matrixexec hooks (gin, echo v4 and v5, chi, gorilla/mux, httprouter,
-// go-zero, fiber, fasthttp, hertz, gRPC; see rewrite.PatchRoutes).
+// go-zero, fiber, fasthttp, hertz, gRPC, NATS; see rewrite.PatchRoutes).
 // It is Go 1.7's (no generics, no any): httprouter's module declares no
 // Go version, and so compiles with -lang=go1.7.
 // matrixexec renders it with the package clause of the package it joins and
@@ -125,11 +125,12 @@ func __matrix_rt_named(scene string) {
 	}
 }
 
-// __matrix_rt_call begins the dispatch of an RPC a server handles, of
-// kind and named name (nested in the goroutine's dispatch if it serves one
-// already: a gRPC server behind net/http), whose scene is the RPC's full
-// method ("/shop.Orders/Get"). It returns the dispatch, nil while nothing
-// records, for __matrix_rt_end.
+// __matrix_rt_call begins the dispatch of an RPC a server handles, or of
+// a message a subscription's handler processes, of kind and named name
+// (nested in the goroutine's dispatch if it serves one already: a gRPC
+// server behind net/http), whose scene is method: the RPC's full method
+// ("/shop.Orders/Get"), the subscription's subject. It returns the
+// dispatch, nil while nothing records, for __matrix_rt_end.
 func __matrix_rt_call(kind int, name, method string) __matrix_rt_unsafe.Pointer {
 	d := __matrix_rt_begin(kind, name)
 	if d != nil {

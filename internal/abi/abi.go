@@ -344,6 +344,7 @@ const (
 	KindBenchmark             // one run of a benchmark
 	KindFrame                 // a frame of a frame loop
 	KindRPC                   // a call an RPC server (gRPC) handles
+	KindMessage               // a message a subscription's handler processes (NATS)
 )
 
 // String names the kind.
@@ -359,6 +360,8 @@ func (k Kind) String() string {
 		return "frame"
 	case KindRPC:
 		return "rpc"
+	case KindMessage:
+		return "message"
 	}
 	return "custom"
 }

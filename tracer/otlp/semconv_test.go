@@ -100,6 +100,29 @@ func TestSpansRPCServer(t *testing.T) {
 	}
 }
 
+// A message's dispatch (kind message, named after the messaging system,
+// the subscription's subject as scene) is a CONSUMER span named as the
+// messaging conventions name it, with messaging.system, the operation and
+// the subscription.
+func TestSpansMessageConsumer(t *testing.T) {
+	r := slowReport()
+	r.Kind, r.Name, r.Scene = "message", "nats", "orders.*"
+	r.Method, r.Host, r.Scheme, r.Status = "", "", "", 0
+	root := otlptest.Span{Span: decode(t, mustSpans(t, r))[0]}
+	if root.Name != "process orders.*" || root.Kind != tracepb.Span_SPAN_KIND_CONSUMER {
+		t.Errorf("message span %q kind %v, want process orders.*, CONSUMER", root.Name, root.Kind)
+	}
+	for k, v := range map[string]string{"messaging.system": "nats", "messaging.operation.name": "process", "messaging.operation.type": "process",
+		"messaging.destination.subscription.name": "orders.*", "matrix.scene": "orders.*"} {
+		if got := root.Attr(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	if got := root.Attr("http.route"); got != "" {
+		t.Errorf("message span has http.route %q", got)
+	}
+}
+
 // Times come from the report at the clock's resolution: the dispatch's
 // span is exactly [begin, time]; a node of cost c ms lasts c+1 ms (it ran
 // for less), so none is empty; every node has its cost.

@@ -118,7 +118,7 @@ type Span struct {
 	ParentSpanID [8]byte
 	HasParent    bool
 	Name         string
-	Kind         int32 // SpanKindInternal, SpanKindServer, SpanKindClient
+	Kind         int32 // SpanKindInternal, SpanKindServer, SpanKindClient, SpanKindConsumer
 	Flags        uint32
 	// Start and End are in ns since the Unix epoch.
 	Start, End uint64
@@ -323,6 +323,8 @@ func Spans(r *Report) ([]Span, error) {
 		httpServer(root, r, scene)
 	case r.Detail == tracer.DetailNormal && r.Kind == "rpc":
 		rpcServer(root, scene)
+	case r.Detail == tracer.DetailNormal && r.Kind == "message":
+		messageConsumer(root, r.Name, scene)
 	case r.Detail == tracer.DetailNormal && (r.Kind == "test" || r.Kind == "benchmark") && r.Name != "":
 		root.Name = r.Name
 		root.Attributes = append(root.Attributes, str("test.case.name", r.Name))
@@ -460,6 +462,21 @@ func rpcServer(root *Span, fullMethod string) {
 	if service, method, ok := strings.Cut(name, "/"); ok && service != "" && method != "" {
 		root.Attributes = append(root.Attributes, str("rpc.service", service), str("rpc.method", method))
 	}
+}
+
+// messageConsumer makes root the CONSUMER span of a message that a
+// subscription of messaging system system (the dispatch's name, "nats")
+// handed to its handler, whose scene is the subscription's subject, as
+// the messaging semantic conventions name it: "process <subject>", with
+// messaging.system, messaging.operation.name and .type, and the
+// subscription's subject as messaging.destination.subscription.name (a
+// pattern when it has wildcards, not the message's own subject).
+func messageConsumer(root *Span, system, subject string) {
+	root.Kind = SpanKindConsumer
+	root.Name = "process " + subject
+	root.Attributes = appendAttrs(root.Attributes, str("messaging.system", system),
+		str("messaging.operation.name", "process"), str("messaging.operation.type", "process"),
+		str("messaging.destination.subscription.name", subject))
 }
 
 // client makes s the CLIENT span of a boundary frame, named and with the

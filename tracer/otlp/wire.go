@@ -61,11 +61,13 @@ const (
 
 // OTLP enum and flag values the exporter uses.
 const (
-	// SpanKindInternal, SpanKindServer and SpanKindClient are Span.SpanKind
-	// SPAN_KIND_INTERNAL and SPAN_KIND_SERVER.
+	// SpanKindInternal, SpanKindServer, SpanKindClient and
+	// SpanKindConsumer are Span.SpanKind SPAN_KIND_INTERNAL,
+	// SPAN_KIND_SERVER, SPAN_KIND_CLIENT and SPAN_KIND_CONSUMER.
 	SpanKindInternal = 1
 	SpanKindServer   = 2
 	SpanKindClient   = 3
+	SpanKindConsumer = 5
 	// StatusUnset and StatusError are Status.StatusCode STATUS_CODE_UNSET
 	// and STATUS_CODE_ERROR.
 	StatusUnset = 0

@@ -61,6 +61,8 @@ func TestFieldNumbers(t *testing.T) {
 	}
 	if SpanKindInternal != int(tracepb.Span_SPAN_KIND_INTERNAL) ||
 		SpanKindServer != int(tracepb.Span_SPAN_KIND_SERVER) ||
+		SpanKindClient != int(tracepb.Span_SPAN_KIND_CLIENT) ||
+		SpanKindConsumer != int(tracepb.Span_SPAN_KIND_CONSUMER) ||
 		StatusError != int(tracepb.Status_STATUS_CODE_ERROR) ||
 		StatusUnset != int(tracepb.Status_STATUS_CODE_UNSET) ||
 		FlagHasIsRemote != int(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK) ||
