@@ -189,6 +189,7 @@ var fullOnly = map[string]string{
 	"boundaries":     "downloads modernc.org/sqlite's module graph and compiles it instrumented",
 	"buildmodes":     "compiles the standard library once per build mode (race, PIE, cover, -N -l, other systems)",
 	"fw_chi":         framework,
+	"fw_connect":     framework,
 	"fw_echo":        framework,
 	"fw_echo5":       framework,
 	"fw_fasthttp":    framework,

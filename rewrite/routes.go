@@ -216,6 +216,16 @@ var routeRules = map[string][]routeRule{
 				text: `if ri.Path != "" && ri.Method != RouteNotFound { __matrix_rt_route(c.request.Method, ri.Path) } else { __matrix_rt_route(c.request.Method, "") }; `},
 		},
 	}},
+	// connect (v1): each procedure's handler names the request after its
+	// procedure, "POST /acme.foo.v1.FooService/Bar", whichever router
+	// mounted it (a ServeMux knows only the service's prefix).
+	"connectrpc.com/connect": {{
+		needs: []string{"Handler.spec", "Spec.Procedure"},
+		hooks: []routeHook{
+			{recv: "Handler", name: "ServeHTTP", params: "responseWriter http.ResponseWriter, request *http.Request",
+				text: "__matrix_rt_route(request.Method, h.spec.Procedure); "},
+		},
+	}},
 	// go-zero's REST router keeps no route's path past its registration
 	// either: each route's handler (go-zero's middleware chain with the
 	// route's function at its end) is wrapped where the router registers

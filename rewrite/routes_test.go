@@ -1211,3 +1211,41 @@ func TestPatchRoutesNATS(t *testing.T) {
 		t.Errorf("the patched package does not type-check: %v", err)
 	}
 }
+
+// connectShape is the part of connect's handler that its hook relies on.
+const connectShape = `package connect
+
+import "net/http"
+
+type Spec struct{ Procedure string }
+
+type Handler struct{ spec Spec }
+
+func (h *Handler) ServeHTTP(responseWriter http.ResponseWriter, request *http.Request) {
+	responseWriter.WriteHeader(http.StatusOK)
+}
+`
+
+// TestPatchRoutesConnect: a connect handler names the request after its
+// procedure; the patched package compiles with the declarations file.
+func TestPatchRoutesConnect(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "handler.go")
+	if err := os.WriteFile(src, []byte(connectShape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes("connectrpc.com/connect", []string{src}, t.TempDir())
+	if err != nil || note != "" {
+		t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "func (h *Handler) ServeHTTP(responseWriter http.ResponseWriter, request *http.Request) {__matrix_rt_route(request.Method, h.spec.Procedure); "
+	if !strings.Contains(string(out), want) {
+		t.Errorf("patched file has no %q:\n%s", want, out)
+	}
+	if _, _, err := typeCheck(t, "connect", files); err != nil {
+		t.Errorf("the patched package does not type-check: %v", err)
+	}
+}
