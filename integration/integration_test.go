@@ -194,6 +194,7 @@ var fullOnly = map[string]string{
 	"fw_echo5":       framework,
 	"fw_fasthttp":    framework,
 	"fw_fiber":       framework,
+	"fw_gateway":     framework,
 	"fw_gin":         framework,
 	"fw_gozero":      framework,
 	"fw_grpc":        framework,

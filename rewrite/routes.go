@@ -29,7 +29,7 @@ type routeRule struct {
 	hooks []routeHook
 	// needs are members the statements use besides the parameters, each
 	// "Type.name": a field of struct type Type or a method on it, or a
-	// package-level variable's name.
+	// package-level variable's or function's name.
 	needs []string
 }
 
@@ -224,6 +224,18 @@ var routeRules = map[string][]routeRule{
 		hooks: []routeHook{
 			{recv: "Handler", name: "ServeHTTP", params: "responseWriter http.ResponseWriter, request *http.Request",
 				text: "__matrix_rt_route(request.Method, h.spec.Procedure); "},
+		},
+	}},
+	// grpc-gateway (v2): the handlers it generates annotate each request's
+	// context with the route's path template ("/v1/orders/{id}", a
+	// constant of the generated code) before they call the service: the
+	// request is named after it there, while it records.
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime": {{
+		needs: []string{"HTTPPathPattern", "DefaultContextTimeout"},
+		hooks: []routeHook{
+			{name: "annotateContext", params: "ctx context.Context, mux *ServeMux, req *http.Request, rpcMethodName string, options ...AnnotateContextOption",
+				before: "timeout := DefaultContextTimeout",
+				text:   "if __matrix_rt_active() { if p, ok := HTTPPathPattern(ctx); ok { __matrix_rt_route(req.Method, p) } }; "},
 		},
 	}},
 	// go-zero's REST router keeps no route's path past its registration
@@ -605,14 +617,16 @@ func patchRoutesWith(pkg string, rule routeRule, files []string, dir string) (ou
 }
 
 // collectMembers adds the fields of f's struct types and its methods to
-// members, each as "Type.name", and its package-level variables, each as
-// its name.
+// members, each as "Type.name", and its package-level variables and
+// functions, each as its name.
 func collectMembers(f *ast.File, members map[string]bool) {
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
 			if r := recvTypeName(d); r != "" {
 				members[r+"."+d.Name.Name] = true
+			} else if d.Recv == nil {
+				members[d.Name.Name] = true
 			}
 		case *ast.GenDecl:
 			for _, s := range d.Specs {

@@ -1249,3 +1249,74 @@ func TestPatchRoutesConnect(t *testing.T) {
 		t.Errorf("the patched package does not type-check: %v", err)
 	}
 }
+
+// gatewayShape is the part of grpc-gateway's runtime that its hook relies
+// on.
+const gatewayShape = `package runtime
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+type ServeMux struct{}
+
+type AnnotateContextOption func(ctx context.Context) context.Context
+
+type patternKey struct{}
+
+var DefaultContextTimeout = 0 * time.Second
+
+func HTTPPathPattern(ctx context.Context) (string, bool) {
+	p, ok := ctx.Value(patternKey{}).(string)
+	return p, ok
+}
+
+func annotateContext(ctx context.Context, mux *ServeMux, req *http.Request, rpcMethodName string, options ...AnnotateContextOption) (context.Context, error) {
+	for _, o := range options {
+		ctx = o(ctx)
+	}
+	timeout := DefaultContextTimeout
+	if timeout != 0 {
+		ctx, _ = context.WithTimeout(ctx, timeout)
+	}
+	return ctx, nil
+}
+`
+
+// TestPatchRoutesGateway: grpc-gateway names a request after the path
+// template its generated handler annotates the context with, once the
+// options are applied, while the goroutine records; the patched package
+// compiles with the declarations file.
+func TestPatchRoutesGateway(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "context.go")
+	if err := os.WriteFile(src, []byte(gatewayShape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err := PatchRoutes("github.com/grpc-ecosystem/grpc-gateway/v2/runtime", []string{src}, t.TempDir())
+	if err != nil || note != "" {
+		t.Fatalf("PatchRoutes: note %q, err %v", note, err)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\tif __matrix_rt_active() { if p, ok := HTTPPathPattern(ctx); ok { __matrix_rt_route(req.Method, p) } }; /*line " + src + ":26:2*/timeout := DefaultContextTimeout"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("patched file has no %q:\n%s", want, out)
+	}
+	if _, _, err := typeCheck(t, "runtime", files); err != nil {
+		t.Errorf("the patched package does not type-check: %v", err)
+	}
+	// A release without the template (before v2.7) is left untouched.
+	src2 := filepath.Join(t.TempDir(), "context.go")
+	old := strings.Replace(gatewayShape, "func HTTPPathPattern(", "func httpPathPattern(", 1)
+	if err := os.WriteFile(src2, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, note, err = PatchRoutes("github.com/grpc-ecosystem/grpc-gateway/v2/runtime", []string{src2}, t.TempDir())
+	if err != nil || note != "no HTTPPathPattern" || !slices.Equal(files, []string{src2}) {
+		t.Errorf("a release without HTTPPathPattern: files %v, note %q, err %v; want it untouched with a note", files, note, err)
+	}
+}
