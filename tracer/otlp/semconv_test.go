@@ -79,47 +79,40 @@ func TestSpansTestAndCustomNames(t *testing.T) {
 	}
 }
 
-// A gRPC call's dispatch (kind rpc, its full method as scene) is a SERVER
-// span named as the RPC conventions name it, with rpc.system, rpc.service
-// and rpc.method.
-func TestSpansRPCServer(t *testing.T) {
-	r := slowReport()
-	r.Kind, r.Name, r.Scene = "rpc", "grpc", "/shop.Orders/Get"
-	r.Method, r.Host, r.Scheme, r.Status = "", "", "", 0
-	root := otlptest.Span{Span: decode(t, mustSpans(t, r))[0]}
-	if root.Name != "shop.Orders/Get" || root.Kind != tracepb.Span_SPAN_KIND_SERVER {
-		t.Errorf("gRPC span %q kind %v, want shop.Orders/Get, SERVER", root.Name, root.Kind)
-	}
-	for k, v := range map[string]string{"rpc.system": "grpc", "rpc.service": "shop.Orders", "rpc.method": "Get", "matrix.scene": "/shop.Orders/Get"} {
-		if got := root.Attr(k); got != v {
-			t.Errorf("%s = %q, want %q", k, got, v)
+// A dispatch that is not an HTTP request's is named and described as its
+// conventions say: a gRPC call's (kind rpc, its full method as scene) is a
+// SERVER span with rpc.system, rpc.service and rpc.method; a message's
+// (kind message, named after the messaging system, the subscription's
+// subject as scene) is a CONSUMER span with messaging.system, the
+// operation and the subscription. Neither has http.route.
+func TestSpansRPCAndMessage(t *testing.T) {
+	for _, tc := range []struct {
+		kind, name, scene, span string
+		spanKind                tracepb.Span_SpanKind
+		attrs                   map[string]string
+	}{
+		{"rpc", "grpc", "/shop.Orders/Get", "shop.Orders/Get", tracepb.Span_SPAN_KIND_SERVER,
+			map[string]string{"rpc.system": "grpc", "rpc.service": "shop.Orders", "rpc.method": "Get"}},
+		{"message", "nats", "orders.*", "process orders.*", tracepb.Span_SPAN_KIND_CONSUMER,
+			map[string]string{"messaging.system": "nats", "messaging.operation.name": "process", "messaging.operation.type": "process",
+				"messaging.destination.subscription.name": "orders.*"}},
+	} {
+		r := slowReport()
+		r.Kind, r.Name, r.Scene = tc.kind, tc.name, tc.scene
+		r.Method, r.Host, r.Scheme, r.Status = "", "", "", 0
+		root := otlptest.Span{Span: decode(t, mustSpans(t, r))[0]}
+		if root.Name != tc.span || root.Kind != tc.spanKind {
+			t.Errorf("%s span %q kind %v, want %q, %v", tc.kind, root.Name, root.Kind, tc.span, tc.spanKind)
 		}
-	}
-	if got := root.Attr("http.route"); got != "" {
-		t.Errorf("gRPC span has http.route %q", got)
-	}
-}
-
-// A message's dispatch (kind message, named after the messaging system,
-// the subscription's subject as scene) is a CONSUMER span named as the
-// messaging conventions name it, with messaging.system, the operation and
-// the subscription.
-func TestSpansMessageConsumer(t *testing.T) {
-	r := slowReport()
-	r.Kind, r.Name, r.Scene = "message", "nats", "orders.*"
-	r.Method, r.Host, r.Scheme, r.Status = "", "", "", 0
-	root := otlptest.Span{Span: decode(t, mustSpans(t, r))[0]}
-	if root.Name != "process orders.*" || root.Kind != tracepb.Span_SPAN_KIND_CONSUMER {
-		t.Errorf("message span %q kind %v, want process orders.*, CONSUMER", root.Name, root.Kind)
-	}
-	for k, v := range map[string]string{"messaging.system": "nats", "messaging.operation.name": "process", "messaging.operation.type": "process",
-		"messaging.destination.subscription.name": "orders.*", "matrix.scene": "orders.*"} {
-		if got := root.Attr(k); got != v {
-			t.Errorf("%s = %q, want %q", k, got, v)
+		tc.attrs["matrix.scene"] = tc.scene
+		for k, v := range tc.attrs {
+			if got := root.Attr(k); got != v {
+				t.Errorf("%s span: %s = %q, want %q", tc.kind, k, got, v)
+			}
 		}
-	}
-	if got := root.Attr("http.route"); got != "" {
-		t.Errorf("message span has http.route %q", got)
+		if got := root.Attr("http.route"); got != "" {
+			t.Errorf("%s span has http.route %q", tc.kind, got)
+		}
 	}
 }
 
