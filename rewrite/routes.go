@@ -307,13 +307,16 @@ var routeRules = map[string][]routeRule{
 	// is a dispatch of kind message named "nats", begun on the
 	// subscription's goroutine where it calls the handler, with the
 	// subscription's subject (a pattern when it has wildcards: bounded) as
-	// its scene. The call is not deferred around: the client recovers no
-	// handler's panic.
+	// its scene, and the message's W3C trace context when its headers carry
+	// one (NATS header keys are case-sensitive: "traceparent", as
+	// OpenTelemetry's propagator writes it, or "Traceparent"). The call is
+	// not deferred around: the client recovers no handler's panic.
 	"github.com/nats-io/nats.go": {{
-		needs: []string{"Subscription.Subject", "Subscription.mcb"},
+		needs: []string{"Subscription.Subject", "Subscription.mcb", "Msg.Header"},
 		hooks: []routeHook{
 			{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", before: "mcb(m)",
-				text: fmt.Sprintf(`__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { __matrix_rt_d = __matrix_rt_call(%d, "nats", s.Subject) }; `, kindMessage)},
+				text: fmt.Sprintf(`__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { __matrix_rt_d = __matrix_rt_call(%d, "nats", s.Subject); `+
+					`if __matrix_rt_d != nil && m.Header != nil { if v := m.Header["traceparent"]; len(v) != 0 { __matrix_rt_traceparent(__matrix_rt_d, v[0]) } else if v := m.Header["Traceparent"]; len(v) != 0 { __matrix_rt_traceparent(__matrix_rt_d, v[0]) } } }; `, kindMessage)},
 			{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", after: "mcb(m)",
 				text: `; if __matrix_rt_d != nil { __matrix_rt_end(__matrix_rt_d, "") }`},
 		},

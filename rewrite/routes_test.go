@@ -1134,7 +1134,12 @@ const natsShape = `package nats
 
 import "sync"
 
-type Msg struct{ Subject string }
+type Header map[string][]string
+
+type Msg struct {
+	Subject string
+	Header  Header
+}
 
 type MsgHandler func(msg *Msg)
 
@@ -1169,12 +1174,14 @@ func (nc *Conn) waitForMsgs(s *Subscription) {
 // TestPatchRoutesNATS: each call of an asynchronous subscription's
 // handler is a dispatch of kind message named "nats", begun where the
 // subscription's goroutine calls it, with the subscription's subject as
-// its scene, and ended after it; the patched package compiles with the
+// its scene and the message's traceparent header, and ended after it; the patched package compiles with the
 // declarations file.
 func TestPatchRoutesNATS(t *testing.T) {
 	out, _ := patchShape(t, "github.com/nats-io/nats.go", natsShape, nil)
 	line := strings.Count(natsShape[:strings.Index(natsShape, "mcb(m)")], "\n") + 1
-	want := regexp.MustCompile(`(?m)^\t\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_d = __matrix_rt_call\(6, "nats", s\.Subject\) \}; ` +
+	want := regexp.MustCompile(`(?m)^\t\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_d = __matrix_rt_call\(6, "nats", s\.Subject\); ` +
+		`if __matrix_rt_d != nil && m\.Header != nil \{ if v := m\.Header\["traceparent"\]; len\(v\) != 0 \{ __matrix_rt_traceparent\(__matrix_rt_d, v\[0\]\) \} ` +
+		`else if v := m\.Header\["Traceparent"\]; len\(v\) != 0 \{ __matrix_rt_traceparent\(__matrix_rt_d, v\[0\]\) \} \} \}; ` +
 		`/\*line [^*]+:` + strconv.Itoa(line) + `:4\*/mcb\(m\); if __matrix_rt_d != nil \{ __matrix_rt_end\(__matrix_rt_d, ""\) \}/\*line [^*]+:` + strconv.Itoa(line) + `:10\*/$`)
 	if !want.MatchString(out) {
 		t.Errorf("the handler's call is not a dispatch:\n%s", out)
