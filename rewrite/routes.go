@@ -372,10 +372,7 @@ func fiberRouting(ctxType, method, notFound string, needs ...string) routeRule {
 // handler's panic, which ends the program, and a dispatch whose frame a
 // program's own recover unwinds is abandoned, as any other (beat.Begin).
 func fastServe(fn, params string) routeRule {
-	begin := fmt.Sprintf("__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { "+
-		"__matrix_rt_tp := ctx.Request.Header.peek(__matrix_rt_traceparent_key); "+
-		"__matrix_rt_d = __matrix_rt_begin_request(%d, \"http\", __matrix_rt_method(ctx.Method()), __matrix_rt_host(ctx.Host()), ctx.IsTLS()); "+
-		"__matrix_rt_traceparent_bytes(__matrix_rt_d, __matrix_rt_tp) }; ", kindHTTP)
+	begin := beginReused("ctx.Request.Header.peek(__matrix_rt_traceparent_key)", "ctx.Method()", "ctx.Host()", "ctx.IsTLS()")
 	return routeRule{
 		needs: []string{"RequestCtx.Method", "RequestCtx.Host", "RequestCtx.IsTLS", "RequestCtx.Request", "RequestCtx.Response",
 			"Request.Header", "RequestHeader.peek", "Response.StatusCode", "RequestHeader.Method", "HostClient.Addr", "HostClient.IsTLS"},
@@ -383,11 +380,26 @@ func fastServe(fn, params string) routeRule {
 			{recv: "Server", name: "Serve", params: "ln net.Listener", text: "__matrix_rt_serving(); "},
 			{recv: "HostClient", name: "do", params: "req *Request, resp *Response", text: fastClient},
 			{recv: "Server", name: fn, params: params, before: "s.Handler(ctx)", text: begin},
-			{recv: "Server", name: fn, params: params, after: "s.Handler(ctx)",
-				text: "; if __matrix_rt_d != nil { __matrix_rt_served(__matrix_rt_d, ctx.Response.StatusCode()) }"},
+			{recv: "Server", name: fn, params: params, after: "s.Handler(ctx)", text: servedReused},
 		},
 	}
 }
+
+// beginReused returns the statements that begin the dispatch of a request
+// whose bytes its server reuses (fasthttp, hertz) in __matrix_rt_d, while
+// the recording flag is set: traceparent, method and host are expressions
+// of the request's traceparent header, method and host (byte slices),
+// copied only then; tls says whether it came over TLS. servedReused ends
+// the dispatch with the response's status code (ctx.Response).
+func beginReused(traceparent, method, host, tls string) string {
+	return fmt.Sprintf("__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { "+
+		"__matrix_rt_tp := %s; "+
+		"__matrix_rt_d = __matrix_rt_begin_request(%d, \"http\", __matrix_rt_method(%s), __matrix_rt_host(%s), %s); "+
+		"__matrix_rt_traceparent_bytes(__matrix_rt_d, __matrix_rt_tp) }; ", traceparent, kindHTTP, method, host, tls)
+}
+
+// servedReused ends a dispatch begun by beginReused (see there).
+const servedReused = "; if __matrix_rt_d != nil { __matrix_rt_served(__matrix_rt_d, ctx.Response.StatusCode()) }"
 
 // hertzServe returns a rule of hertz's HTTP/1 server, whose Serve loop
 // hands each request to the engine with the context ctxVar: the call is a
@@ -400,17 +412,13 @@ func fastServe(fn, params string) routeRule {
 // panic ends the program.
 func hertzServe(ctxVar string) routeRule {
 	call := "s.Core.ServeHTTP(" + ctxVar + ", ctx)"
-	begin := fmt.Sprintf("__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { "+
-		"__matrix_rt_tp := ctx.Request.Header.Peek(\"Traceparent\"); "+
-		"__matrix_rt_d = __matrix_rt_begin_request(%d, \"http\", __matrix_rt_method(ctx.Request.Header.Method()), __matrix_rt_host(ctx.Request.Header.Host()), s.TLS != nil); "+
-		"__matrix_rt_traceparent_bytes(__matrix_rt_d, __matrix_rt_tp) }; ", kindHTTP)
+	begin := beginReused(`ctx.Request.Header.Peek("Traceparent")`, "ctx.Request.Header.Method()", "ctx.Request.Header.Host()", "s.TLS != nil")
 	return routeRule{
 		needs: []string{"Server.Core", "Option.TLS", "HostClient.Addr", "HostClient.IsTLS"},
 		hooks: []routeHook{
 			{recv: "HostClient", name: "do", params: "req *protocol.Request, resp *protocol.Response", text: fastClient},
 			{recv: "Server", name: "Serve", params: "c context.Context, conn network.Conn", before: call, text: begin},
-			{recv: "Server", name: "Serve", params: "c context.Context, conn network.Conn", after: call,
-				text: "; if __matrix_rt_d != nil { __matrix_rt_served(__matrix_rt_d, ctx.Response.StatusCode()) }"},
+			{recv: "Server", name: "Serve", params: "c context.Context, conn network.Conn", after: call, text: servedReused},
 		},
 	}
 }
