@@ -55,6 +55,10 @@ const (
 	ReasonPragma    = "pragma" // followed by ":go:<name>"
 	ReasonBlacklist = "blacklist"
 	ReasonCgo       = "cgo"
+	// ReasonRouteWrapper: a closure a route hook added around a handler
+	// as a router registers it (see PatchRoutes); the handler it calls
+	// has hooks of its own.
+	ReasonRouteWrapper = "route-wrapper"
 )
 
 // Options configure the instrumentation of one package.
@@ -399,6 +403,8 @@ func (p *Plan) analyse(imp *inlinecost.Importer) {
 				// Always: its hook also ends the start-up phase.
 			case f.cgo:
 				return skip(ReasonCgo)
+			case kind == KindClosure && isRouteWrapper(body):
+				return skip(ReasonRouteWrapper)
 			case isTrivial(body):
 				return skip(ReasonTrivial)
 			case !p.opts.HookBounded && prover.bounded(n):

@@ -665,6 +665,28 @@ func collectMembers(f *ast.File, members map[string]bool) {
 	}
 }
 
+// routeNamed is the route file's function that names the request of a
+// handler wrapped where a router registers it (httprouter, go-zero).
+const routeNamed = "__matrix_rt_named"
+
+// isRouteWrapper reports whether body, a function literal's, is one a
+// route hook added: it calls routeNamed, itself or in the literal it
+// returns. Hook statements go into a router's own functions, never into
+// its literals, and a package's own code cannot name the route file's
+// functions, so no literal of the package's is taken for one.
+func isRouteWrapper(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if id, ok := c.Fun.(*ast.Ident); ok && id.Name == routeNamed {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // findStmt returns the simple or if statement of body (at any depth) that
 // prints as text, or nil.
 func findStmt(fset *token.FileSet, body *ast.BlockStmt, text string) ast.Stmt {

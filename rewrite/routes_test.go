@@ -1261,3 +1261,75 @@ func TestPatchRoutesGateway(t *testing.T) {
 	// A release without the template (before v2.7) is left untouched.
 	untouched(t, pkg, strings.Replace(gatewayShape, "func HTTPPathPattern(", "func httpPathPattern(", 1), "no HTTPPathPattern")
 }
+
+// httprouterShape is the part of httprouter's router that its hooks rely
+// on.
+const httprouterShape = `package httprouter
+
+import "net/http"
+
+type Params []string
+
+type Handle func(http.ResponseWriter, *http.Request, Params)
+
+type Router struct{ handles map[string]Handle }
+
+func (r *Router) Handle(method, path string, handle Handle) {
+	r.handles[method+" "+path] = handle
+}
+
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if h := r.handles[req.Method+" "+req.URL.Path]; h != nil {
+		h(w, req, nil)
+	}
+}
+`
+
+// TestRouteWrappersNotInstrumented: the closures a route hook wraps
+// around a handler as httprouter or go-zero registers it get no hook and
+// are listed as route wrappers, so that the call tree goes from the
+// router to the handler; the router's own functions and closures keep
+// theirs.
+func TestRouteWrappersNotInstrumented(t *testing.T) {
+	for _, tc := range []struct {
+		pkg, shape, recv string
+	}{
+		{"github.com/julienschmidt/httprouter", httprouterShape + `
+func (r *Router) Walk(f func(string)) {
+	for k := range r.handles {
+		func() { f(k) }()
+	}
+}
+`, "(*Router)"},
+		{"github.com/zeromicro/go-zero/rest/router", goZeroShape + `
+func (pr *patRouter) Walk(f func(string)) {
+	for k := range pr.trees {
+		func() { f(k) }()
+	}
+}
+`, "(*patRouter)"},
+	} {
+		t.Run(tc.pkg, func(t *testing.T) {
+			out, _ := patchShape(t, tc.pkg, tc.shape, nil)
+			p, _, _ := rewriteSourceOpts(t, out, Options{PkgPath: tc.pkg})
+			reasons := map[string]string{}
+			for _, s := range p.Skips {
+				reasons[s.Name] = s.Reason
+			}
+			for _, name := range []string{tc.recv + ".Handle.func1", tc.recv + ".Handle.func1.1"} {
+				if reasons[name] != ReasonRouteWrapper {
+					t.Errorf("%s skipped for %q, want %q", name, reasons[name], ReasonRouteWrapper)
+				}
+			}
+			var hooked []string
+			for _, f := range p.Funcs {
+				hooked = append(hooked, f.Name)
+			}
+			for _, name := range []string{tc.recv + ".Handle", tc.recv + ".Walk.func1"} {
+				if !slices.Contains(hooked, name) {
+					t.Errorf("%s has no hook (hooked: %v; skipped: %v)", name, hooked, reasons)
+				}
+			}
+		})
+	}
+}
