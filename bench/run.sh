@@ -82,7 +82,7 @@ else
 	# server's throughput by ±10 % from one few-second run to the next, and
 	# the two servers of a round by as much: many short rounds, alternating
 	# which goes first, give a median that moves less than long ones.
-	R3=9 D3=4
+	R3=20 D3=3
 	RR=20 DR=3
 	RW=5 RE=3 RC=1
 fi
@@ -386,6 +386,9 @@ if measure 3; then
 		wait "$SERVER_PID" 2>/dev/null || true
 		SERVER_PID=
 	}
+	cpu_ticks() { # pid: the process's utime + stime so far, in clock ticks
+		awk '{ print $14 + $15 }' "/proc/$1/stat"
+	}
 	to_us() { # 157.00us | 1.23ms | 1.01s
 		awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; else print n }'
 	}
@@ -397,7 +400,9 @@ if measure 3; then
 			log "group 3: round $r/$R3, $kind"
 			start_server $kind
 			wrk -t1 -c8 -d1s "http://$ADDR/quote/42" >/dev/null # warm-up
+			cpu0=$(cpu_ticks "$SERVER_PID")
 			wrk -t1 -c8 -d"${D3}s" --latency "http://$ADDR/quote/42" >"$TMP/wrk.txt"
+			cpu1=$(cpu_ticks "$SERVER_PID")
 			rps=$(awk '/^Requests\/sec:/ {print $2}' "$TMP/wrk.txt")
 			p50=$(to_us "$(awk '$1 == "50%" {print $2}' "$TMP/wrk.txt")")
 			p99=$(to_us "$(awk '$1 == "99%" {print $2}' "$TMP/wrk.txt")")
@@ -405,7 +410,7 @@ if measure 3; then
 			stats=$(curl -s "http://$ADDR/debug/beat" || echo '{}')
 			disp=$(echo "$stats" | sed -n 's/.*"Dispatches":\([0-9]*\).*/\1/p')
 			notrec=$(echo "$stats" | sed -n 's/.*"NotRecorded":\([0-9]*\).*/\1/p')
-			echo "$r $kind $rps $p50 $p99 $reqs ${disp:-0} ${notrec:-0}" >>"$OUT/g3.txt"
+			echo "$r $kind $rps $p50 $p99 $reqs ${disp:-0} ${notrec:-0} $((cpu1 - cpu0))" >>"$OUT/g3.txt"
 			cp "$TMP/wrk.txt" "$OUT/g3-wrk-$kind-$r.txt"
 			stop_server
 		done

@@ -479,8 +479,8 @@ func httpTable(dir string) error {
 	if err != nil {
 		return err
 	}
-	// round kind rps p50us p99us requests dispatches notrecorded
-	type run struct{ rps, p50, p99 float64 }
+	// round kind rps p50us p99us requests dispatches notrecorded [cputicks]
+	type run struct{ rps, p50, p99, cpu float64 } // cpu: ticks per request, 0 if not measured
 	runs := map[string]map[int]run{}
 	extra := map[string]string{}
 	for _, line := range strings.Split(string(data), "\n") {
@@ -489,20 +489,27 @@ func httpTable(dir string) error {
 			continue
 		}
 		round, _ := strconv.Atoi(f[0])
-		var v [3]float64
-		for i := range 3 {
-			v[i], _ = strconv.ParseFloat(f[2+i], 64)
+		var r run
+		r.rps, _ = strconv.ParseFloat(f[2], 64)
+		r.p50, _ = strconv.ParseFloat(f[3], 64)
+		r.p99, _ = strconv.ParseFloat(f[4], 64)
+		if len(f) >= 9 {
+			reqs, _ := strconv.ParseFloat(f[5], 64)
+			ticks, _ := strconv.ParseFloat(f[8], 64)
+			if reqs > 0 {
+				r.cpu = ticks / reqs
+			}
 		}
 		if runs[f[1]] == nil {
 			runs[f[1]] = map[int]run{}
 		}
-		runs[f[1]][round] = run{v[0], v[1], v[2]}
+		runs[f[1]][round] = r
 		if len(f) >= 8 {
 			extra[f[1]] = fmt.Sprintf("%s requests, %s dispatches, %s not recorded (last round)", f[5], f[6], f[7])
 		}
 	}
 	var pr, ir []run
-	var ratRPS, ratP50, ratP99 []float64
+	var ratRPS, ratP50, ratP99, ratCPU []float64
 	for round, p := range runs["plain"] {
 		i, ok := runs["instr"][round]
 		if !ok {
@@ -512,6 +519,9 @@ func httpTable(dir string) error {
 		ratRPS = append(ratRPS, i.rps/p.rps)
 		ratP50 = append(ratP50, i.p50/p.p50)
 		ratP99 = append(ratP99, i.p99/p.p99)
+		if p.cpu > 0 && i.cpu > 0 {
+			ratCPU = append(ratCPU, i.cpu/p.cpu)
+		}
 	}
 	col := func(rs []run, f func(run) float64) float64 {
 		var xs []float64
@@ -531,6 +541,11 @@ func httpTable(dir string) error {
 	lo, hi := minMax(ratRPS)
 	fmt.Printf("| **ratio** (median of per-round ratios) | **%s** (%s – %s); target ≥ 0.90× | **%s** | **%s**; target ≤ 1.15× |\n",
 		ratio(median(ratRPS)), ratio(lo), ratio(hi), ratio(median(ratP50)), ratio(median(ratP99)))
+	if len(ratCPU) > 0 {
+		lo, hi := minMax(ratCPU)
+		fmt.Printf("\nServer CPU per request (utime + stime over the measured run ÷ requests), instrumented ÷ plain: **%s** (%s – %s).\n",
+			ratio(median(ratCPU)), ratio(lo), ratio(hi))
+	}
 	if e := extra["instr"]; e != "" {
 		fmt.Printf("\nRecorder counters of the instrumented server: %s.\n", e)
 	}
