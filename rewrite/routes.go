@@ -310,15 +310,22 @@ var routeRules = map[string][]routeRule{
 	// its scene, and the message's W3C trace context when its headers carry
 	// one (NATS header keys are case-sensitive: "traceparent", as
 	// OpenTelemetry's propagator writes it, or "Traceparent"). The call is
-	// not deferred around: the client recovers no handler's panic.
-	"github.com/nats-io/nats.go": {{
-		needs: []string{"Subscription.Subject", "Subscription.mcb", "Msg.Header"},
+	// not deferred around: the client recovers no handler's panic. A
+	// JetStream push subscription receives on a delivery subject (an inbox
+	// for an ephemeral consumer): its scene is the subject the program
+	// subscribed to. Releases before JetStream have the first shape alone.
+	"github.com/nats-io/nats.go": {natsRule(true), natsRule(false)},
+	// NATS JetStream (the jetstream package): a pull consumer's Consume
+	// receives on an inbox of its own through an asynchronous subscription
+	// (above); the handler it is given is wrapped so that each message is
+	// named after the consumer's filter subject, when it has one, or else
+	// its stream: never the inbox, which changes with every Consume.
+	"github.com/nats-io/nats.go/jetstream": {{
+		needs: []string{"pullConsumer.stream", "pullConsumer.CachedInfo", "ConsumerInfo.Config", "ConsumerConfig.FilterSubject", "ConsumerConfig.FilterSubjects"},
 		hooks: []routeHook{
-			{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", before: "mcb(m)",
-				text: fmt.Sprintf(`__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { __matrix_rt_d = __matrix_rt_call(%d, "nats", s.Subject); `+
-					`if __matrix_rt_d != nil && m.Header != nil { if v := m.Header["traceparent"]; len(v) != 0 { __matrix_rt_traceparent(__matrix_rt_d, v[0]) } else if v := m.Header["Traceparent"]; len(v) != 0 { __matrix_rt_traceparent(__matrix_rt_d, v[0]) } } }; `, kindMessage)},
-			{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", after: "mcb(m)",
-				text: `; if __matrix_rt_d != nil { __matrix_rt_end(__matrix_rt_d, "") }`},
+			{recv: "pullConsumer", name: "Consume", params: "handler MessageHandler, opts ...PullConsumeOpt",
+				text: "if handler != nil { __matrix_rt_s := p.stream; if i := p.CachedInfo(); i != nil { if i.Config.FilterSubject != \"\" { __matrix_rt_s = i.Config.FilterSubject } else if len(i.Config.FilterSubjects) == 1 { __matrix_rt_s = i.Config.FilterSubjects[0] } }; " +
+					"handler = func(h MessageHandler, scene string) MessageHandler { return func(msg Msg) { __matrix_rt_named(scene); h(msg) } }(handler, __matrix_rt_s) }; "},
 		},
 	}},
 	// gRPC: every unary and streaming call the server handles, and every
@@ -495,6 +502,28 @@ var rpcClient = fmt.Sprintf(`if *__matrix_rt_on != 0 && __matrix_rt_bound(%d, me
 // is not hooked: programs do not reach it.)
 var rpcStream = fmt.Sprintf(`if *__matrix_rt_on != 0 && cs.desc != unaryStreamDesc && __matrix_rt_bound(%d, cs.callHdr.Method, cs.cc.Target(), "", nil) { defer __matrix_rt_unbound() }`, abi.BoundRPC)
 
+// natsRule is the rule of nats.go's subscriptions, with the subject of a
+// JetStream push subscription (js: read where the loop holds the
+// subscription's lock, which guards it) or without.
+func natsRule(js bool) routeRule {
+	needs := []string{"Subscription.Subject", "Subscription.mcb", "Msg.Header"}
+	subject := "s.Subject"
+	var hooks []routeHook
+	if js {
+		needs = append(needs, "Subscription.jsi", "jsSub.psubj")
+		subject = "__matrix_rt_s"
+		hooks = append(hooks, routeHook{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", after: "mcb := s.mcb",
+			text: `; __matrix_rt_s := s.Subject; if s.jsi != nil && s.jsi.psubj != "" { __matrix_rt_s = s.jsi.psubj }`})
+	}
+	hooks = append(hooks,
+		routeHook{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", before: "mcb(m)",
+			text: fmt.Sprintf(`__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { __matrix_rt_d = __matrix_rt_call(%d, "nats", %s); `+
+				`if __matrix_rt_d != nil && m.Header != nil { if v := m.Header["traceparent"]; len(v) != 0 { __matrix_rt_traceparent(__matrix_rt_d, v[0]) } else if v := m.Header["Traceparent"]; len(v) != 0 { __matrix_rt_traceparent(__matrix_rt_d, v[0]) } } }; `, kindMessage, subject)},
+		routeHook{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", after: "mcb(m)",
+			text: `; if __matrix_rt_d != nil { __matrix_rt_end(__matrix_rt_d, "") }`})
+	return routeRule{needs: needs, hooks: hooks}
+}
+
 // RouteHooksMissing says what a program loses when package pkg, which
 // has route hooks, is compiled without them (PatchRoutes's note, or a
 // compiler that rejects them).
@@ -504,6 +533,8 @@ func RouteHooksMissing(pkg string) string {
 		return "its server's requests are not dispatches, and its client's are not boundaries"
 	case "github.com/nats-io/nats.go":
 		return "its subscriptions' messages are not dispatches"
+	case "github.com/nats-io/nats.go/jetstream":
+		return "its pull consumers' messages are named after the inbox they arrive on"
 	case "google.golang.org/grpc":
 		return "its server's calls are not dispatches, and its client's are not boundaries"
 	}

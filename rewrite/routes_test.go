@@ -1188,6 +1188,99 @@ func TestPatchRoutesNATS(t *testing.T) {
 	}
 }
 
+// natsJSShape is natsShape in a release with JetStream: a subscription
+// knows the subject a JetStream push subscription was made with.
+var natsJSShape = strings.NewReplacer(
+	"\tmsgs    []*Msg\n}", "\tmsgs    []*Msg\n\tjsi     *jsSub\n}\n\ntype jsSub struct{ psubj string }",
+).Replace(natsShape)
+
+// TestPatchRoutesNATSJetStream: in a release with JetStream, a message's
+// scene is the subject the program subscribed to when the subscription is
+// a JetStream push subscription's (read under the subscription's lock),
+// else the subscription's subject; the patched package type-checks.
+func TestPatchRoutesNATSJetStream(t *testing.T) {
+	out, _ := patchShape(t, "github.com/nats-io/nats.go", natsJSShape, nil)
+	for _, s := range []string{
+		"mcb := s.mcb; __matrix_rt_s := s.Subject; if s.jsi != nil && s.jsi.psubj != \"\" { __matrix_rt_s = s.jsi.psubj }",
+		"__matrix_rt_d = __matrix_rt_call(6, \"nats\", __matrix_rt_s); ",
+		"mcb(m); if __matrix_rt_d != nil { __matrix_rt_end(__matrix_rt_d, \"\") }",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("patched file has no %q:\n%s", s, out)
+		}
+	}
+}
+
+// jetstreamShape is the part of the jetstream package's pull consumer that
+// its hook relies on.
+const jetstreamShape = `package jetstream
+
+type ConsumerConfig struct {
+	FilterSubject  string
+	FilterSubjects []string
+}
+
+type ConsumerInfo struct{ Config ConsumerConfig }
+
+type Msg interface{ Subject() string }
+
+type MessageHandler func(msg Msg)
+
+type PullConsumeOpt interface{ configureConsume() }
+
+type ConsumeContext interface{ Stop() }
+
+type pullConsumer struct {
+	stream string
+	info   *ConsumerInfo
+}
+
+func (p *pullConsumer) CachedInfo() *ConsumerInfo { return p.info }
+
+func (p *pullConsumer) Consume(handler MessageHandler, opts ...PullConsumeOpt) (ConsumeContext, error) {
+	if handler == nil {
+		return nil, nil
+	}
+	go func() { handler(nil) }()
+	return nil, nil
+}
+`
+
+// TestPatchRoutesJetStream: a pull consumer's Consume wraps the handler so
+// that each message is named after the consumer's filter subject, or its
+// only one of several, or else its stream; the wrapper gets no hook and
+// the patched package type-checks.
+func TestPatchRoutesJetStream(t *testing.T) {
+	const pkg = "github.com/nats-io/nats.go/jetstream"
+	out, _ := patchShape(t, pkg, jetstreamShape, nil)
+	const want = "func (p *pullConsumer) Consume(handler MessageHandler, opts ...PullConsumeOpt) (ConsumeContext, error) {" +
+		"if handler != nil { __matrix_rt_s := p.stream; if i := p.CachedInfo(); i != nil { if i.Config.FilterSubject != \"\" { __matrix_rt_s = i.Config.FilterSubject } " +
+		"else if len(i.Config.FilterSubjects) == 1 { __matrix_rt_s = i.Config.FilterSubjects[0] } }; " +
+		"handler = func(h MessageHandler, scene string) MessageHandler { return func(msg Msg) { __matrix_rt_named(scene); h(msg) } }(handler, __matrix_rt_s) }; "
+	if !strings.Contains(out, want) {
+		t.Errorf("patched file has no %q:\n%s", want, out)
+	}
+	p, _, _ := rewriteSourceOpts(t, out, Options{PkgPath: pkg})
+	reasons := map[string]string{}
+	for _, s := range p.Skips {
+		reasons[s.Name] = s.Reason
+	}
+	for _, name := range []string{"(*pullConsumer).Consume.func1", "(*pullConsumer).Consume.func1.1"} {
+		if reasons[name] != ReasonRouteWrapper {
+			t.Errorf("%s skipped for %q, want %q", name, reasons[name], ReasonRouteWrapper)
+		}
+	}
+	var hooked []string
+	for _, f := range p.Funcs {
+		hooked = append(hooked, f.Name)
+	}
+	if !slices.Contains(hooked, "(*pullConsumer).Consume.func2") {
+		t.Errorf("hooked %v: want the consumer's own closure (*pullConsumer).Consume.func2", hooked)
+	}
+	// A release whose consumer caches no info is left as it is.
+	untouched(t, pkg, strings.Replace(jetstreamShape, "CachedInfo", "Info", 1), "CachedInfo")
+}
+
 // connectShape is the part of connect's handler that its hook relies on.
 const connectShape = `package connect
 
