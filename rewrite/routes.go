@@ -313,7 +313,8 @@ var routeRules = map[string][]routeRule{
 	// not deferred around: the client recovers no handler's panic. A
 	// JetStream push subscription receives on a delivery subject (an inbox
 	// for an ephemeral consumer): its scene is the subject the program
-	// subscribed to. Releases before JetStream have the first shape alone.
+	// subscribed to. Releases before JetStream (no jsi) get the rule
+	// without it.
 	"github.com/nats-io/nats.go": {natsRule(true), natsRule(false)},
 	// NATS JetStream (the jetstream package): a pull consumer's Consume
 	// receives on an inbox of its own through an asynchronous subscription
@@ -697,7 +698,8 @@ func collectMembers(f *ast.File, members map[string]bool) {
 }
 
 // routeNamed is the route file's function that names the request of a
-// handler wrapped where a router registers it (httprouter, go-zero).
+// handler wrapped where a router registers it (httprouter, go-zero), or the
+// message of a handler a JetStream consumer is given.
 const routeNamed = "__matrix_rt_named"
 
 // isRouteWrapper reports whether body, a function literal's, is one a
