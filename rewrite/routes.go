@@ -199,9 +199,8 @@ var routeRules = map[string][]routeRule{
 			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
 				text: `__matrix_rt_route(req.Method, ""); `},
 			{recv: "Router", name: "Handle", params: "method, path string, handle Handle",
-				text: "if handle != nil { handle = func(h Handle, scene string) Handle { " +
-					"return func(w http.ResponseWriter, r *http.Request, p Params) { __matrix_rt_named(scene); h(w, r, p) } " +
-					"}(handle, __matrix_rt_name(method, path)) }; "},
+				text: "if handle != nil { handle = " + namedWrapper("Handle", "", "w http.ResponseWriter, r *http.Request, p Params", "h(w, r, p)") +
+					"(handle, __matrix_rt_name(method, path)) }; "},
 		},
 	}},
 	// echo v5: the router hands every request's route to its context
@@ -248,9 +247,8 @@ var routeRules = map[string][]routeRule{
 		needs: []string{"patRouter.trees", "patRouter.notFound"},
 		hooks: []routeHook{
 			{recv: "patRouter", name: "Handle", params: "method, reqPath string, handler http.Handler",
-				text: "if handler != nil { handler = func(h http.Handler, scene string) http.Handler { " +
-					"return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { __matrix_rt_named(scene); h.ServeHTTP(w, r) }) " +
-					"}(handler, __matrix_rt_name(method, path.Clean(reqPath))) }; "},
+				text: "if handler != nil { handler = " + namedWrapper("http.Handler", "http.HandlerFunc", "w http.ResponseWriter, r *http.Request", "h.ServeHTTP(w, r)") +
+					"(handler, __matrix_rt_name(method, path.Clean(reqPath))) }; "},
 			{recv: "patRouter", name: "ServeHTTP", params: "w http.ResponseWriter, r *http.Request",
 				before: "allows, ok := pr.methodsAllowed(r.Method, reqPath)",
 				text:   `__matrix_rt_route(r.Method, ""); `},
@@ -326,7 +324,7 @@ var routeRules = map[string][]routeRule{
 		hooks: []routeHook{
 			{recv: "pullConsumer", name: "Consume", params: "handler MessageHandler, opts ...PullConsumeOpt",
 				text: "if handler != nil { __matrix_rt_s := p.stream; if i := p.CachedInfo(); i != nil { if i.Config.FilterSubject != \"\" { __matrix_rt_s = i.Config.FilterSubject } else if len(i.Config.FilterSubjects) == 1 { __matrix_rt_s = i.Config.FilterSubjects[0] } }; " +
-					"handler = func(h MessageHandler, scene string) MessageHandler { return func(msg Msg) { __matrix_rt_named(scene); h(msg) } }(handler, __matrix_rt_s) }; "},
+					"handler = " + namedWrapper("MessageHandler", "", "msg Msg", "h(msg)") + "(handler, __matrix_rt_s) }; "},
 		},
 	}},
 	// gRPC: every unary and streaming call the server handles, and every
@@ -701,6 +699,19 @@ func collectMembers(f *ast.File, members map[string]bool) {
 // handler wrapped where a router registers it (httprouter, go-zero), or the
 // message of a handler a JetStream consumer is given.
 const routeNamed = "__matrix_rt_named"
+
+// namedWrapper returns a function literal that wraps a handler h of type
+// typ in one that names the goroutine's dispatch scene (routeNamed) and
+// then calls it: func(h typ, scene string) typ. The wrapper takes params
+// and runs call; conv, if not empty, converts it to typ. isRouteWrapper
+// tells both literals from the package's own.
+func namedWrapper(typ, conv, params, call string) string {
+	inner := "func(" + params + ") { " + routeNamed + "(scene); " + call + " }"
+	if conv != "" {
+		inner = conv + "(" + inner + ")"
+	}
+	return "func(h " + typ + ", scene string) " + typ + " { return " + inner + " }"
+}
 
 // isRouteWrapper reports whether body, a function literal's, is one a
 // route hook added: it calls routeNamed, itself or in the literal it
