@@ -65,6 +65,15 @@ type Config struct {
 	// ChildBufferSize is the number of records of the buffer of such a
 	// goroutine, rounded up to a power of two. Default 4096 (32 KiB).
 	ChildBufferSize int
+	// NoPropagation leaves the requests of net/http's client and the
+	// calls of gRPC's as the program made them. By default, a request or
+	// call made by a goroutine that records for a dispatch, without a
+	// traceparent of its own, carries one (W3C Trace Context; a copy of
+	// the request with the header, the call's metadata): the dispatch's
+	// trace (the caller's, or one it makes, see Dispatch.TraceID) and the
+	// id of the call's own span, which its report's boundary keeps, so
+	// that the called service's spans are children of the call's.
+	NoPropagation bool
 }
 
 // Defaults. The recorder's memory is at most

@@ -1,12 +1,16 @@
 package beat
 
 import (
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/matrixgo/matrix/internal/abi"
 	"github.com/matrixgo/matrix/internal/sqlnorm"
+	"github.com/matrixgo/matrix/internal/tracecontext"
 )
 
 // boundBuf is the text of a boundary as the runtime hands it to hookBound.
@@ -21,38 +25,99 @@ type boundBuf = [abi.ExtBoundWords * 8]byte
 //     system and the statement normalised (sqlnorm).
 //   - BoundHTTP: a, b and c are the request's method, scheme and host.
 //   - BoundRPC: a is the full method, b the target.
-func hookBound(kind int, a, b, c string, v any, buf *boundBuf) int {
-	out := buf[:0]
+//
+// For a client call (BoundHTTP, BoundRPC), v is true when the call may
+// carry the dispatch's trace context on (it has no traceparent of its
+// own). Unless the recorder was started with Config.NoPropagation, the
+// call then gets a span id of its own, which ends the text, and out is
+// the traceparent to send: the dispatch's trace (Dispatch.TraceID), that
+// span id and the trace's flags.
+func hookBound(kind int, a, b, c string, v any, buf *boundBuf) (n int, out string) {
+	text := buf[:0]
 	switch kind {
 	case abi.BoundDB:
-		out = append(out, dbSystem(v)...)
-		out = append(out, abi.BoundSep)
-		out = sqlnorm.Append(out, a, abi.BoundStatementMax)
+		text = append(text, dbSystem(v)...)
+		text = append(text, abi.BoundSep)
+		text = sqlnorm.Append(text, a, abi.BoundStatementMax)
 	case abi.BoundHTTP:
 		if a == "" {
 			a = "GET"
 		}
-		out = appendAttr(out, a)
-		out = append(out, abi.BoundSep)
-		out = appendAttr(out, b)
-		out = append(out, abi.BoundSep)
-		out = appendAttr(out, c)
+		text = appendAttr(text, a)
+		text = append(text, abi.BoundSep)
+		text = appendAttr(text, b)
+		text = append(text, abi.BoundSep)
+		text, out = appendLast(text, len(buf), c, passOn(v))
 	case abi.BoundRPC:
-		out = appendAttr(out, a)
-		out = append(out, abi.BoundSep)
-		out = appendAttr(out, rpcHost(b))
+		text = appendAttr(text, a)
+		text = append(text, abi.BoundSep)
+		text, out = appendLast(text, len(buf), rpcHost(b), passOn(v))
 	default:
-		return 0
+		return 0, ""
 	}
-	if len(out) > len(buf) {
+	if len(text) > len(buf) {
 		// Cut on a character's boundary (the runtime keeps len(buf)).
 		k := len(buf)
-		for k > 0 && !utf8.RuneStart(out[k]) {
+		for k > 0 && !utf8.RuneStart(text[k]) {
 			k--
 		}
-		out = out[:k]
+		text = text[:k]
 	}
-	return copy(buf[:], out)
+	return copy(buf[:], text), out
+}
+
+// appendLast appends the last attribute of a client call's text, which
+// may grow to limit bytes. When tc names a trace, the call passes it on:
+// the id of its span follows, the attribute giving way to it, and out is
+// the traceparent to send.
+func appendLast(text []byte, limit int, last string, tc tracecontext.Context) (_ []byte, out string) {
+	room := limit - len(text) - 1 - hex.EncodedLen(len(tc.SpanID))
+	if tc.TraceID == [16]byte{} || room < 0 {
+		return appendAttr(text, last), ""
+	}
+	text = appendAttr(text, last[:min(len(last), room)])
+	text = append(text, abi.BoundSep)
+	return hex.AppendEncode(text, tc.SpanID[:]), tc.String()
+}
+
+// passOn returns the trace context a client call passes on: none unless
+// v, the patched package's say, is true and the recorder propagates.
+func passOn(v any) tracecontext.Context {
+	if v == true && propagating() {
+		return outgoing()
+	}
+	return tracecontext.Context{}
+}
+
+// propagating reports whether client calls pass the trace context on.
+func propagating() bool {
+	r := cur.Load()
+	return r != nil && !r.cfg.NoPropagation
+}
+
+// outgoing returns the trace context a client call of the recording
+// goroutine passes on: the trace of the dispatch it records for (its own
+// or, on a goroutine started inside it, the one that started it) and a new
+// span id, that of the call. A dispatch with child goroutines is never
+// recycled (Dispatch.recycle), so a child's dispatch is still its own.
+// The zero Context when the goroutine records for none.
+func outgoing() tracecontext.Context {
+	p := rtCurrent()
+	if p == nil || p == rtStartupRing() {
+		return tracecontext.Context{}
+	}
+	if isKid(p) {
+		p = (*abi.Ring)(p).Root
+	}
+	t := (*Dispatch)(p).trace()
+	return tracecontext.Context{TraceID: t.id, SpanID: newSpanID(), Flags: t.flags}
+}
+
+// newSpanID returns a random span id, never all zero.
+func newSpanID() [8]byte {
+	var id [8]byte
+	binary.LittleEndian.PutUint64(id[:], rand.Uint64()|1<<63)
+	return id
 }
 
 // appendAttr appends an attribute of a boundary: at most

@@ -2,6 +2,9 @@ package beat
 
 import (
 	"cmp"
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/matrixgo/matrix/internal/abi"
+	"github.com/matrixgo/matrix/internal/tracecontext"
 )
 
 // Dispatch is one unit of work in progress on one goroutine. It is handed
@@ -41,11 +45,12 @@ type Dispatch struct {
 	kind     Kind
 	name     string
 	scene    atomic.Pointer[string]
-	traceCtx atomic.Pointer[string] // the request's W3C traceparent, as received
-	request  unsafe.Pointer         // *Request, read and written atomically once published
-	req      Request                // the first request set, which request points to
-	reqSet   uint32                 // 1 once req is taken (atomic once published)
-	status   int32                  // the response's status code, 0 until written (see setOwnStatus)
+	traceCtx atomic.Pointer[string]   // the request's W3C traceparent, as received
+	traceOut atomic.Pointer[traceOut] // the trace its spans are in, once asked for (trace)
+	request  unsafe.Pointer           // *Request, read and written atomically once published
+	req      Request                  // the first request set, which request points to
+	reqSet   uint32                   // 1 once req is taken (atomic once published)
+	status   int32                    // the response's status code, 0 until written (see setOwnStatus)
 	goid     uint64
 	id       uint64    // the dispatch's number in the process (ID)
 	clock    *clockRef // what Start derives the start's time.Time from
@@ -731,6 +736,54 @@ func (d *Dispatch) TraceParent() string {
 	}
 	if p := d.traceCtx.Load(); p != nil {
 		return *p
+	}
+	return ""
+}
+
+// traceOut is the trace a dispatch's spans are in and its flags.
+type traceOut struct {
+	id    [16]byte
+	flags byte
+	own   bool // made by the dispatch, not the caller's
+}
+
+// trace returns the trace the dispatch's spans are in: the caller's, when
+// the request brought a valid traceparent (SetTraceParent, which a
+// patched server calls before the handler runs), else one of its own, a
+// random id, sampled. It is fixed by the first call, from any goroutine.
+func (d *Dispatch) trace() *traceOut {
+	if t := d.traceOut.Load(); t != nil {
+		return t
+	}
+	t := &traceOut{flags: tracecontext.FlagSampled}
+	if c, ok := tracecontext.Parse(d.TraceParent()); ok {
+		t.id, t.flags = c.TraceID, c.Flags
+	} else {
+		binary.LittleEndian.PutUint64(t.id[:8], rand.Uint64())
+		binary.LittleEndian.PutUint64(t.id[8:], rand.Uint64()|1<<63)
+		t.own = true
+	}
+	if !d.traceOut.CompareAndSwap(nil, t) {
+		return d.traceOut.Load()
+	}
+	return t
+}
+
+// TraceID returns the id of the trace the dispatch's spans are in, in 32
+// lower-case hex digits, when the dispatch made it itself (its request
+// brought no valid traceparent); "" when the trace is the caller's, which
+// TraceParent names. The id is made by the first call of TraceID, or when
+// a client call of the dispatch first passes its trace context on (see
+// Config.NoPropagation), whichever comes first: the tracers call it for
+// every report, so that a LAG report, the final report and the services
+// the dispatch called all name the same trace. It may be called from any
+// goroutine while the dispatch runs, and by an observer when it ends.
+func (d *Dispatch) TraceID() string {
+	if d == nil {
+		return ""
+	}
+	if t := d.trace(); t.own {
+		return hex.EncodeToString(t.id[:])
 	}
 	return ""
 }

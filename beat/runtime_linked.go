@@ -86,7 +86,7 @@ func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))
 func rtSetRequestHooks(begin func(kind int, name, method, host string, tls bool) unsafe.Pointer, status func(d unsafe.Pointer, code int))
 
 //go:linkname rtSetBoundHook runtime.matrixSetBoundHook
-func rtSetBoundHook(f func(kind int, a, b, c string, v any, buf *boundBuf) int)
+func rtSetBoundHook(f func(kind int, a, b, c string, v any, buf *boundBuf) (int, string))
 
 //go:linkname rtWaitReason runtime.matrixWaitReason
 func rtWaitReason(r uint8) string

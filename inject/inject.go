@@ -31,8 +31,14 @@ var runtimeSrc []byte
 //go:embed std/matrix_std.go
 var stdSrc []byte
 
+//go:embed std/matrix_http.go
+var stdHTTPSrc []byte
+
 //go:embed route/matrix_route.go
 var routeSrc []byte
+
+//go:embed route/matrix_grpc.go
+var routeGRPCSrc []byte
 
 //go:embed pkg/matrix_hooks.go
 var hooksSrc []byte
@@ -45,10 +51,21 @@ const (
 	RuntimeFileName      = "zz_matrix_beat.go"
 	RuntimeConstFileName = "zz_matrix_abi.go"
 	StdFileName          = "zz_matrix_std.go"
+	StdHTTPFileName      = "zz_matrix_http.go"
 	RouteFileName        = "zz_matrix_route.go"
+	RouteGRPCFileName    = "zz_matrix_grpc.go"
 	HooksFileName        = "zz_matrix_hooks.go"
 	TestMainFileName     = "zz_matrix_testmain.go"
 )
+
+// IsDecls reports whether name is that of a declarations file matrixexec
+// adds to a router's, an RPC package's or a standard package's sources
+// (RouteFileName, RouteGRPCFileName, StdHTTPFileName): their functions are
+// what the hooks call, and are not instrumented, so that what they record
+// belongs to the hooked function's frame.
+func IsDecls(name string) bool {
+	return name == RouteFileName || name == RouteGRPCFileName || name == StdHTTPFileName
+}
 
 // Header is the first line of every file matrixexec generates, followed by
 // a blank line: it marks the file as generated for tools and readers.
@@ -74,7 +91,9 @@ var (
 var (
 	runtimeFile = sync.OnceValue(func() source { return parse("runtime/matrix_beat.go", runtimeSrc) })
 	stdFile     = sync.OnceValue(func() source { return parse("std/matrix_std.go", stdSrc) })
+	stdHTTPFile = sync.OnceValue(func() source { return parse("std/matrix_http.go", stdHTTPSrc) })
 	routeFile   = sync.OnceValue(func() source { return parse("route/matrix_route.go", routeSrc) })
+	routeGRPC   = sync.OnceValue(func() source { return parse("route/matrix_grpc.go", routeGRPCSrc) })
 	hooksFile   = sync.OnceValue(func() source { return parse("pkg/matrix_hooks.go", hooksSrc) })
 	mainFile    = sync.OnceValue(func() source { return parse("main/matrix_main.go", mainSrc) })
 	mainDecls   = sync.OnceValue(func() []byte { return mustCut("main/matrix_main.go", mainSrc, mainImport) })
@@ -101,10 +120,23 @@ func Std(pkgName string) []byte {
 	return appendFlagConsts(stdFile().render(pkgName))
 }
 
+// StdHTTP returns the second declarations file of net/http (its package
+// clause's name is pkgName): what its client's hook calls.
+func StdHTTP(pkgName string) []byte {
+	return stdHTTPFile().render(pkgName)
+}
+
 // Route returns the declarations file for a router or RPC server package
 // that matrixexec hooks, named pkgName (its package clause's name).
 func Route(pkgName string) []byte {
 	return routeFile().render(pkgName)
+}
+
+// RouteGRPC returns the second declarations file of google.golang.org/grpc
+// (its package clause's name is pkgName): what its hooks call to pass the
+// trace context on in a call's metadata and to read it.
+func RouteGRPC(pkgName string) []byte {
+	return routeGRPC().render(pkgName)
 }
 
 // Hooks returns the hooks file of an instrumented package named pkgName

@@ -27,6 +27,7 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"otlpspans":     cmdOTLPSpans,
 		"otlpresource":  cmdOTLPResource,
 		"otlptrace":     cmdOTLPTrace,
+		"otlpcalled":    cmdOTLPCalled,
 		"samecompiles":  cmdSameCompiles,
 		"mapnames":      cmdMapNames,
 	}

@@ -5,11 +5,13 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/matrixgo/matrix/tracer/otlp/otlptest"
 	"github.com/rogpeppe/go-internal/testscript"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // receivers holds each script's OTLP receiver.
@@ -149,5 +151,45 @@ func cmdOTLPTrace(ts *testscript.TestScript, neg bool, args []string) {
 		if len(c.Events) == 0 {
 			ts.Fatalf("%q has no event", name)
 		}
+	}
+}
+
+// otlpcalled NAME N
+//
+// Checks that N of the SERVER spans named NAME the receiver got (those of
+// a called service) are children of a CLIENT span it got, in the same
+// trace (the call that passed its trace context on), each in a trace of
+// its own; spans named NAME without a parent are not counted.
+func cmdOTLPCalled(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: otlpcalled NAME N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	v, ok := receivers.Load(ts)
+	if !ok {
+		ts.Fatalf("otlpcalled: no receiver (run otlprecv first)")
+	}
+	spans := v.(*otlptest.Receiver).Spans()
+	byID := map[string]otlptest.Span{}
+	for _, s := range spans {
+		byID[string(s.TraceId)+string(s.SpanId)] = s
+	}
+	traces := map[string]bool{}
+	for _, s := range spans {
+		if s.Name != args[0] || s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+			continue // a gRPC call's CLIENT span has the name of its SERVER span
+		}
+		if len(s.ParentSpanId) == 0 {
+			continue
+		}
+		p, ok := byID[string(s.TraceId)+string(s.ParentSpanId)]
+		if !ok || p.Kind != tracepb.Span_SPAN_KIND_CLIENT {
+			ts.Fatalf("span %q (trace %x, parent %x) has no CLIENT parent:\n%s", s.Name, s.TraceId, s.ParentSpanId, otlptest.Dump(spans))
+		}
+		traces[string(s.TraceId)] = true
+	}
+	if len(traces) != n {
+		ts.Fatalf("%d traces with a span %q under a CLIENT span, want %d:\n%s", len(traces), args[0], n, otlptest.Dump(spans))
 	}
 }

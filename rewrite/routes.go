@@ -31,6 +31,10 @@ type routeRule struct {
 	// "Type.name": a field of struct type Type or a method on it, or a
 	// package-level variable's or function's name.
 	needs []string
+	// decls, if set, returns a declarations file the statements need
+	// besides inject.Route's (its name, and its content for the package
+	// clause's name pkgName).
+	decls func(pkgName string) (name string, content []byte)
 }
 
 // A routeHook is a statement added to one function of a rule's package.
@@ -446,11 +450,17 @@ func grpcServer(fn, lead string) routeRule {
 	const info, trace = ", info *serviceInfo, ", ", trInfo *traceInfo"
 	streaming := routeHook{recv: "Server", name: fn, params: lead + info + "sd *StreamDesc" + trace, text: rpcCall}
 	if fn != "" {
-		return routeRule{needs: grpcNeeds, hooks: slices.Concat(grpcClientHooks, []routeHook{streaming})}
+		return routeRule{needs: grpcNeeds, hooks: slices.Concat(grpcClientHooks, []routeHook{streaming}), decls: grpcDecls}
 	}
 	streaming.name = "processStreamingRPC"
 	unary := routeHook{recv: "Server", name: "processUnaryRPC", params: lead + info + "md *MethodDesc" + trace, text: rpcCall}
-	return routeRule{needs: grpcNeeds, hooks: slices.Concat(grpcClientHooks, []routeHook{unary, streaming})}
+	return routeRule{needs: grpcNeeds, hooks: slices.Concat(grpcClientHooks, []routeHook{unary, streaming}), decls: grpcDecls}
+}
+
+// grpcDecls is gRPC's second declarations file: the trace context in a
+// call's metadata.
+func grpcDecls(pkgName string) (string, []byte) {
+	return inject.RouteGRPCFileName, inject.RouteGRPC(pkgName)
 }
 
 // grpcNeeds are the members gRPC's hooks use, in every release they fit.
@@ -475,13 +485,15 @@ var grpcClientHooks = []routeHook{
 }
 
 // rpcCall begins the dispatch of an RPC, named "grpc", with its full
-// method as the scene.
-var rpcCall = fmt.Sprintf(`if __matrix_rt_d := __matrix_rt_call(%d, "grpc", stream.Method()); __matrix_rt_d != nil { defer __matrix_rt_end(__matrix_rt_d, "") }; `, kindRPC)
+// method as the scene and the trace context of the call's metadata, if
+// it has one.
+var rpcCall = fmt.Sprintf(`if __matrix_rt_d := __matrix_rt_call(%d, "grpc", stream.Method()); __matrix_rt_d != nil { __matrix_rt_rpc_traceparent(__matrix_rt_d, stream.Context()); defer __matrix_rt_end(__matrix_rt_d, "") }; `, kindRPC)
 
 // rpcClient makes a gRPC client call (unary, or the start of a stream) a
 // boundary named by its full method and its connection's target, while
-// the recorder is on.
-var rpcClient = fmt.Sprintf(`if *__matrix_rt_on != 0 && __matrix_rt_bound(%d, method, cc.Target(), "", nil) { defer __matrix_rt_unbound() }; `, abi.BoundRPC)
+// the recorder is on; a call whose metadata has no traceparent gets the
+// dispatch's trace context in its context's outgoing metadata.
+var rpcClient = fmt.Sprintf(`if *__matrix_rt_on != 0 { if __matrix_rt_ctx, __matrix_rt_ok := __matrix_rt_rpc_bound(ctx, %d, method, cc.Target()); __matrix_rt_ok { ctx = __matrix_rt_ctx; defer __matrix_rt_unbound() } }; `, abi.BoundRPC)
 
 // rpcStream makes each operation of a client stream that can wait for the
 // server a boundary named like the stream's opening, by its full method and
@@ -654,7 +666,16 @@ func patchRoutesWith(pkg string, rule routeRule, files []string, dir string) (ou
 	if err := os.WriteFile(decls, inject.Route(pkgName), 0o644); err != nil {
 		return nil, "", fmt.Errorf("route hooks for %s: %w", pkg, err)
 	}
-	return append(out, decls), "", nil
+	out = append(out, decls)
+	if rule.decls != nil {
+		name, content := rule.decls(pkgName)
+		extra := filepath.Join(dir, name)
+		if err := os.WriteFile(extra, content, 0o644); err != nil {
+			return nil, "", fmt.Errorf("route hooks for %s: %w", pkg, err)
+		}
+		out = append(out, extra)
+	}
+	return out, "", nil
 }
 
 // collectMembers adds the fields of f's struct types and its methods to

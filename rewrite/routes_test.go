@@ -184,29 +184,52 @@ func (s *Server) processStreamingRPC(ctx context.Context, stream *transport.Serv
 
 const grpcTransport = `package transport
 
+import "context"
+
 type CallHdr struct{ Method string }
 
 type ServerStream struct{ method string }
 
 func (s *ServerStream) Method() string { return s.method }
 
+func (s *ServerStream) Context() context.Context { return context.Background() }
+
 type ServerTransport interface{ Close(error) }
 
 type Stream struct{ method string }
 
 func (s *Stream) Method() string { return s.method }
+
+func (s *Stream) Context() context.Context { return context.Background() }
 `
 
-// grpcImporter imports grpcTransport for gRPC's internal/transport, and
-// the standard library.
+// grpcMetadata is the part of gRPC's metadata package its hooks use.
+const grpcMetadata = `package metadata
+
+import "context"
+
+type MD map[string][]string
+
+func FromOutgoingContext(ctx context.Context) (MD, bool) { return nil, false }
+
+func FromIncomingContext(ctx context.Context) (MD, bool) { return nil, false }
+
+func AppendToOutgoingContext(ctx context.Context, kv ...string) context.Context { return ctx }
+`
+
+// grpcImporter imports grpcTransport for gRPC's internal/transport,
+// grpcMetadata for its metadata package, and the standard library.
 type grpcImporter struct {
-	transport *types.Package
-	std       types.Importer
+	transport, metadata *types.Package
+	std                 types.Importer
 }
 
 func (im grpcImporter) Import(path string) (*types.Package, error) {
-	if path == "google.golang.org/grpc/internal/transport" {
+	switch path {
+	case "google.golang.org/grpc/internal/transport":
 		return im.transport, nil
+	case "google.golang.org/grpc/metadata":
+		return im.metadata, nil
 	}
 	return im.std.Import(path)
 }
@@ -220,11 +243,20 @@ func checkGRPC(t *testing.T, files []string) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := (&types.Config{}).Check("google.golang.org/grpc/internal/transport", fset, []*ast.File{tf}, nil)
+	std := importer.Default() // one context package for all three
+	tp, err := (&types.Config{Importer: std}).Check("google.golang.org/grpc/internal/transport", fset, []*ast.File{tf}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := types.Config{Importer: grpcImporter{transport: tp, std: importer.Default()}}
+	mf, err := parser.ParseFile(fset, "metadata.go", grpcMetadata, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := (&types.Config{Importer: std}).Check("google.golang.org/grpc/metadata", fset, []*ast.File{mf}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := types.Config{Importer: grpcImporter{transport: tp, metadata: mp, std: std}}
 	_, err = conf.Check("grpc", fset, parseFiles(t, fset, files), nil)
 	return err
 }
@@ -253,16 +285,16 @@ func TestPatchRoutesGRPC(t *testing.T) {
 		`func (cs *clientStream) SendMsg(m any) (err error) {` + stream + `; `,
 		"\tvar recvInfo *payloadInfo; " + stream + `/*line ` + src + ":33:27*/\n",
 		`func (cs *clientStream) Header() (map[string][]string, error) {` + stream + `; `,
-		`func (cc *ClientConn) Invoke(ctx context.Context, method string, args, reply any, opts ...CallOption) error {if *__matrix_rt_on != 0 && __matrix_rt_bound(3, method, cc.Target(), "", nil) { defer __matrix_rt_unbound() }; `,
-		`opts ...CallOption) (any, error) {if *__matrix_rt_on != 0 && __matrix_rt_bound(3, method, cc.Target(), "", nil) { defer __matrix_rt_unbound() }; `,
+		`func (cc *ClientConn) Invoke(ctx context.Context, method string, args, reply any, opts ...CallOption) error {if *__matrix_rt_on != 0 { if __matrix_rt_ctx, __matrix_rt_ok := __matrix_rt_rpc_bound(ctx, 3, method, cc.Target()); __matrix_rt_ok { ctx = __matrix_rt_ctx; defer __matrix_rt_unbound() } }; `,
+		`opts ...CallOption) (any, error) {if *__matrix_rt_on != 0 { if __matrix_rt_ctx, __matrix_rt_ok := __matrix_rt_rpc_bound(ctx, 3, method, cc.Target()); __matrix_rt_ok { ctx = __matrix_rt_ctx; defer __matrix_rt_unbound() } }; `,
 		`func (cs *clientStream) CloseSend() error { return nil }`,
 	} {
 		if !strings.Contains(string(out), s) {
 			t.Errorf("patched file has no %q:\n%s", s, out)
 		}
 	}
-	if n := strings.Count(string(out), "__matrix_rt_bound("); n != 5 {
-		t.Errorf("%d boundaries in the patched file, want 5 (Invoke, NewStream, SendMsg, RecvMsg, Header)", n)
+	if n, m := strings.Count(string(out), "__matrix_rt_bound("), strings.Count(string(out), "__matrix_rt_rpc_bound("); n != 3 || m != 2 {
+		t.Errorf("%d boundaries in the patched file and %d that pass the trace context on, want 3 (SendMsg, RecvMsg, Header) and 2 (Invoke, NewStream)", n, m)
 	}
 
 	if err := checkGRPC(t, files); err != nil {
@@ -291,7 +323,7 @@ func TestPatchRoutesGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(out), unified+"ctx context.Context, stream *transport.ServerStream, info *serviceInfo, sd *StreamDesc, trInfo *traceInfo) error {"+rpcCall) ||
-		strings.Count(string(out), "__matrix_rt_call(") != 1 || strings.Count(string(out), "__matrix_rt_bound(") != 5 {
+		strings.Count(string(out), "__matrix_rt_call(") != 1 || strings.Count(string(out), "__matrix_rt_bound(") != 3 {
 		t.Errorf("processRPC shape: patched file\n%s", out)
 	}
 	// Older releases handle a call with the server transport and a
@@ -326,7 +358,7 @@ func TestPatchRoutesGRPC(t *testing.T) {
 		if n := strings.Count(string(out), "__matrix_rt_call("); n != 2 {
 			t.Errorf("%s shape: %d dispatches, want 2", tc.name, n)
 		}
-		if n := strings.Count(string(out), "__matrix_rt_bound("); n != 5 {
+		if n := strings.Count(string(out), "__matrix_rt_bound(") + strings.Count(string(out), "__matrix_rt_rpc_bound("); n != 5 {
 			t.Errorf("%s shape: %d boundaries, want 5", tc.name, n)
 		}
 		if err := checkGRPC(t, files); err != nil {

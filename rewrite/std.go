@@ -108,13 +108,16 @@ var stdHooks = map[string][]stdHook{
 		}},
 		// A client request is a boundary named by its method, scheme and
 		// host: never its path or query string, which may carry ids and
-		// private data.
+		// private data. A request without a traceparent header of its own
+		// is sent as a copy with the dispatch's trace context
+		// (beat.Config.NoPropagation), naming the boundary's span; one
+		// without a header at all is left to fail as it would.
 		{recv: "Transport", name: "roundTrip", file: "transport.go", stmt: func(p []string) string {
 			if len(p) < 2 || p[1] == "_" {
 				return ""
 			}
 			r := p[1]
-			return fmt.Sprintf("if __matrix_on.v != 0 && %s.URL != nil && __matrix_bound(%d, %s.Method, %s.URL.Scheme, %s.URL.Host, nil) { defer __matrix_unbound() }; ", r, abi.BoundHTTP, r, r, r)
+			return fmt.Sprintf("if __matrix_on.v != 0 && %[1]s.URL != nil { if __matrix_ok, __matrix_tp := __matrix_bound_out(%[2]d, %[1]s.Method, %[1]s.URL.Scheme, %[1]s.URL.Host, %[1]s.Header != nil && %[1]s.Header[\"Traceparent\"] == nil); __matrix_ok { defer __matrix_unbound(); if __matrix_tp != \"\" { %[1]s = __matrix_propagate(%[1]s, __matrix_tp) } } }; ", r, abi.BoundHTTP)
 		}},
 		// A server entering its accept loop: the service is ready.
 		{recv: "Server", name: "Serve", stmt: func([]string) string {
@@ -167,7 +170,11 @@ func PatchStd(pkg string, files []string, dir string) ([]string, error) {
 		// First, so that __matrix_on precedes the package's own variables
 		// in declaration order (see Plan.HooksFile).
 		files: func(pkgName string) ([]addedFile, error) {
-			return []addedFile{{name: inject.StdFileName, content: inject.Std(pkgName), first: true}}, nil
+			files := []addedFile{{name: inject.StdFileName, content: inject.Std(pkgName), first: true}}
+			if pkg == "net/http" {
+				files = append(files, addedFile{name: inject.StdHTTPFileName, content: inject.StdHTTP(pkgName)})
+			}
+			return files, nil
 		},
 	}
 	return patch.apply(files, dir)

@@ -336,6 +336,7 @@ type stuck struct {
 	droppedANR  bool // ANR due but dropped: the tick was late
 	name, scene string
 	traceCtx    string         // the request's traceparent, unvalidated
+	traceID     string         // the dispatch's own trace id, if it made one
 	req         DispatchFields // the HTTP request's fields, if any
 	kind        beat.Kind
 	goid        uint64
@@ -404,7 +405,7 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 			s.anr, s.droppedANR = false, true
 		}
 		s.name, s.scene, s.kind, s.goid, s.id, s.start, s.age = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID(), d.Start(), age
-		s.traceCtx = d.TraceParent()
+		s.traceCtx, s.traceID = d.TraceParent(), d.TraceID()
 		s.req = requestOf(d)
 		if s.anr {
 			s.recorded = d.Recorded()
@@ -478,6 +479,7 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 					Goroutines:  goroutines,
 				},
 				TraceParent: validTraceParent(s.traceCtx),
+				TraceID:     s.traceID,
 			}
 			if block == "" {
 				r.Note = note

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -135,5 +136,52 @@ func TestRepeatString(t *testing.T) {
 		if got := cutText(tc.s, tc.n); got != tc.want {
 			t.Errorf("cutText(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
+	}
+}
+
+// Client calls that passed the trace context on each end their text with
+// a span id of their own: calls of one host still fold into one frame (the
+// first call's span id kept) and still make an N+1 pattern, named without
+// the ids.
+func TestBoundsWithSpanIDs(t *testing.T) {
+	const D = beat.DispatchID
+	span := func(i int) string { return fmt.Sprintf("%016x", 0xabc000+i) }
+	// D calls A, which sends 12 requests of 5 ms, each with a wait inside
+	// (an N+1), then B, which sends 3 of 2 ms with nothing inside (they
+	// fold).
+	recs := []analysis.Record{analysis.MakeRecord(true, D, 1000), analysis.MakeRecord(true, idA, 1000)}
+	at := uint64(1000)
+	for i := range 12 {
+		recs = append(recs, analysis.BoundStart(abi.BoundHTTP, at, "GET\thttp\tstock:8080\t"+span(i))...)
+		recs = append(recs, analysis.ExtStart(analysis.ExtWait, 3, at, 0x10)...)
+		recs = append(recs, analysis.ExtEnd(at+5), analysis.ExtEnd(at+5))
+		at += 5
+	}
+	recs = append(recs, analysis.MakeRecord(false, idA, at), analysis.MakeRecord(true, idB, at))
+	for i := range 3 {
+		recs = append(recs, analysis.BoundStart(abi.BoundRPC, at, "/shop.Stock/Get\tstock:50051\t"+span(100+i))...)
+		recs = append(recs, analysis.ExtEnd(at+2))
+		at += 2
+	}
+	recs = append(recs, analysis.MakeRecord(false, idB, at), analysis.MakeRecord(false, D, at))
+	raw := make([]uint64, len(recs))
+	for i, r := range recs {
+		raw[i] = uint64(r)
+	}
+	j := &evilJob{recs: raw, recorded: true, name: "job", kind: beat.KindHTTP,
+		cost: time.Duration(at-1000) * time.Millisecond, endMs: at,
+		repeats: analysis.RepeatRule{MinCalls: 10, MinPercent: 20}}
+	r := evilIssue(j, nil).Report.(*EvilReport)
+	if r.Repeat == nil || r.Repeat.Func != "http GET http://stock:8080" || r.Repeat.Calls != 12 {
+		t.Errorf("repeat %+v, want 12 calls of http GET http://stock:8080", r.Repeat)
+	}
+	var rpc []Frame
+	for _, f := range r.Tree.Frames {
+		if f.Kind == FrameRPC {
+			rpc = append(rpc, f)
+		}
+	}
+	if len(rpc) != 1 || rpc[0].Count != 3 || rpc[0].Func != "rpc /shop.Stock/Get stock:50051" || rpc[0].Bound.SpanID != span(100) || rpc[0].Bound.Host != "stock:50051" {
+		t.Errorf("RPC frames %+v, want one of 3 calls with the first one's span id", rpc)
 	}
 }

@@ -147,3 +147,20 @@ func TestDynamicParsesAsEnv(t *testing.T) {
 		t.Errorf("dynSwitch of no source is set")
 	}
 }
+
+// MATRIX_PROPAGATE turns off the trace context net/http's client passes
+// on, which is on by default.
+func TestConfigFromEnvPropagate(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		none bool
+	}{{"", false}, {"on", false}, {"off", true}, {"0", true}} {
+		cfg, err := ConfigFromEnv(env(map[string]string{EnvPropagate: tc.v}))
+		if err != nil || cfg.Beat.NoPropagation != tc.none {
+			t.Errorf("MATRIX_PROPAGATE=%q: NoPropagation %v, %v", tc.v, cfg.Beat.NoPropagation, err)
+		}
+	}
+	if _, err := ConfigFromEnv(env(map[string]string{EnvPropagate: "maybe"})); err == nil || !strings.Contains(err.Error(), EnvPropagate) {
+		t.Errorf("a bad MATRIX_PROPAGATE: %v", err)
+	}
+}

@@ -92,6 +92,11 @@ type Bound struct {
 	// Host is the host (with the port, if given) an HTTP request or a
 	// gRPC call went to: never a path or a query string.
 	Host string `json:"host,omitempty"`
+	// SpanID is the id of the call's span, in 16 hex digits, when the
+	// call passed the dispatch's trace context on (a net/http request or
+	// a gRPC call sent with a traceparent the recorder added): the called
+	// service's spans have it as their parent.
+	SpanID string `json:"span_id,omitempty"`
 }
 
 // EvilMethodTracer is the slow-call tracer, Matrix's EvilMethodTracer. It
@@ -115,6 +120,7 @@ type Bound struct {
 //	cpu        process CPU time used during the dispatch, ms (unix only)
 //	usage      cpu / wall time as a percentage, "37.50%" (unix only)
 //	traceparent  the request's W3C trace context, when it had a valid one
+//	trace_id   else the id of the trace the dispatch made (beat.Dispatch.TraceID)
 //	repeat     the costliest N+1 pattern of the tree, when it has one: a
 //	           function, or a statement or client call (bound), repeated
 //	           by one call of another (RepeatFields; see TraceConfig.Repeats)
@@ -270,6 +276,7 @@ type evilJob struct {
 	name     string
 	scene    string
 	traceCtx string         // the request's traceparent, unvalidated
+	traceID  string         // the dispatch's own trace id, if it made one
 	req      DispatchFields // the HTTP request's fields, if any
 	kind     beat.Kind
 	goid     uint64
@@ -307,7 +314,7 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict)
 	j.recs = d.Records(j.recs[:0])
 	j.recorded = d.Recorded()
 	j.name, j.scene, j.kind, j.goid, j.id = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID()
-	j.traceCtx = d.TraceParent()
+	j.traceCtx, j.traceID = d.TraceParent(), d.TraceID()
 	j.req = requestOf(d)
 	j.cost, j.endMs, j.end = cost, d.EndMs(), d.Start().Add(cost)
 	select {
@@ -360,6 +367,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		Scene:       scene,
 		Dispatch:    DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid, ID: j.id}.withRequest(j.req, j.end.Add(-j.cost)),
 		TraceParent: validTraceParent(j.traceCtx),
+		TraceID:     j.traceID,
 		Why:         j.why,
 		HeldBack:    j.heldBack,
 	}

@@ -55,6 +55,11 @@ type EvilReport struct {
 	// TraceParent is the W3C traceparent of the request, when it had a
 	// valid one.
 	TraceParent string `json:"traceparent,omitempty"`
+	// TraceID is the id of the trace the dispatch's spans are in, in 32
+	// hex digits, when its request brought no traceparent: the dispatch
+	// made it (beat.Dispatch.TraceID), and passed it on to the services
+	// it called. Its LAG, ANR and final reports carry the same one.
+	TraceID string `json:"trace_id,omitempty"`
 	// Why says why a slow call was reported when dispatches slow for
 	// their scene are (EvilFloor): "p99 of GET /orders/{id} over the last
 	// 1000: 212 ms", "at least the floor of 100 ms (3 earlier GET

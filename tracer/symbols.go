@@ -41,7 +41,11 @@ const (
 
 // boundFrame names the boundary of an ExtBound interval.
 func boundFrame(x *analysis.Interval) Frame {
-	return boundFrameOf(x.Reason, x.Text())
+	f := boundFrameOf(x.Reason, x.Text())
+	if f.Bound != nil {
+		f.Bound.SpanID = x.SpanID()
+	}
+	return f
 }
 
 // boundFrameOf names a boundary of kind (abi.BoundDB, …) with text (its

@@ -160,6 +160,9 @@ const (
 	EnvEvilMethod = "MATRIX_EVIL_METHOD"
 	// EnvSummary turns the summary tracer on or off.
 	EnvSummary = "MATRIX_SUMMARY"
+	// EnvPropagate turns on or off the trace context that net/http's and
+	// gRPC's clients pass on (beat.Config.NoPropagation).
+	EnvPropagate = "MATRIX_PROPAGATE"
 	// EnvRepeatMinCalls is the number of calls of a function, or of one
 	// boundary, by one call of a function that makes an N+1 pattern (0:
 	// none).
@@ -198,6 +201,9 @@ const (
 //	MATRIX_QUEUE_SIZE         issues queued for the listeners (1..1048576)
 //	MATRIX_EVIL_METHOD        slow-call tracer on or off (on/off, true/false, 1/0)
 //	MATRIX_SUMMARY            summary tracer on or off (default off)
+//	MATRIX_PROPAGATE          net/http and gRPC client calls carry the
+//	                          dispatch's trace context (traceparent) or not
+//	                          (default on)
 //	MATRIX_FPS                frame tracer on or off
 //	MATRIX_FPS_SLICE_MS       frame time per Trace_FPS report in ms (1..86400000)
 //	MATRIX_ANR                lag/ANR watchdog on or off
@@ -242,6 +248,10 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	p.intVar(EnvQueueSize, 1, maxEnvQueueSize, &cfg.QueueSize)
 	p.switchVar(EnvEvilMethod, &cfg.EvilMethod)
 	p.switchVar(EnvSummary, &cfg.Summary)
+	propagate := true
+	if p.switchVar(EnvPropagate, &propagate) {
+		cfg.Beat.NoPropagation = !propagate
+	}
 	frameConfigFromEnv(p, &cfg)
 	anrConfigFromEnv(p, &cfg)
 	startupConfigFromEnv(p, &cfg)

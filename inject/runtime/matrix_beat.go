@@ -963,11 +963,13 @@ func matrixDispatchStatus(code int) {
 // matrixUnbound, which write an ExtBound interval around the records of
 // the call. The text of the boundary is made by matrixBoundHook, which
 // beat installs when it starts: it normalises a statement and keeps only
-// what the boundary names (never arguments, paths or query strings).
-var matrixBoundHook func(kind int, a, b, c string, v any, buf *[matrixExtBoundWords * 8]byte) int
+// what the boundary names (never arguments, paths or query strings). For
+// a client call that passes the trace context on, it also returns the
+// traceparent to send (see matrixBoundOut).
+var matrixBoundHook func(kind int, a, b, c string, v any, buf *[matrixExtBoundWords * 8]byte) (int, string)
 
 //go:linkname matrixSetBoundHook
-func matrixSetBoundHook(f func(kind int, a, b, c string, v any, buf *[matrixExtBoundWords * 8]byte) int) {
+func matrixSetBoundHook(f func(kind int, a, b, c string, v any, buf *[matrixExtBoundWords * 8]byte) (int, string)) {
 	matrixBoundHook = f
 }
 
@@ -984,17 +986,30 @@ func matrixFlag() *uint32 { return &matrixOn.v }
 //
 //go:linkname matrixBound
 func matrixBound(kind int, a, b, c string, v any) bool {
+	ok, _ := matrixBoundOut(kind, a, b, c, v)
+	return ok
+}
+
+// matrixBoundOut is matrixBound for a client call that may pass the
+// dispatch's trace context on (net/http's client, v true when the request
+// has no traceparent header of its own): out is then the traceparent to
+// send, naming the boundary's span, which the boundary's text records.
+// out is "" when the call passes nothing on, whether or not it opened a
+// boundary.
+//
+//go:linkname matrixBoundOut
+func matrixBoundOut(kind int, a, b, c string, v any) (ok bool, out string) {
 	gp := getg()
 	r := (*matrixRing)(gp.matrixBeat)
 	h := matrixBoundHook
 	if r == nil || r == matrixStartup || h == nil {
-		return false
+		return false, ""
 	}
 	var buf [matrixExtBoundWords * 8]byte
 	// The hook writes into buf and keeps no reference to it.
-	n := h(kind, a, b, c, v, (*[matrixExtBoundWords * 8]byte)(noescape(unsafe.Pointer(&buf))))
+	n, out := h(kind, a, b, c, v, (*[matrixExtBoundWords * 8]byte)(noescape(unsafe.Pointer(&buf))))
 	if n <= 0 || (*matrixRing)(gp.matrixBeat) != r || gp.matrixState != matrixStNone {
-		return false
+		return false, ""
 	}
 	n = min(n, len(buf))
 	words := (n + 7) / 8
@@ -1006,7 +1021,7 @@ func matrixBound(kind int, a, b, c string, v any) bool {
 		}
 		matrixPut(r, w)
 	}
-	return true
+	return true, out
 }
 
 // matrixUnbound closes the boundary matrixBound opened.

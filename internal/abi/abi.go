@@ -121,9 +121,13 @@ const (
 	// BoundHTTP is a net/http, fasthttp or hertz client request: its
 	// method, scheme and host (with the port, if the URL has one; a
 	// fasthttp or hertz HostClient's address); never its path or query.
+	// A request that passed the dispatch's trace context on (a net/http
+	// one) has a fourth attribute, the id of its span, in 16 lower-case
+	// hex digits.
 	BoundHTTP = 2
 	// BoundRPC is a gRPC client call: its full method
-	// ("/shop.Orders/Get") and the target's host.
+	// ("/shop.Orders/Get") and the target's host, and, when the call
+	// passed the dispatch's trace context on, the id of its span.
 	BoundRPC = 3
 	// BoundSep separates the attributes of a boundary's text.
 	BoundSep = '\t'
@@ -131,6 +135,30 @@ const (
 	// boundary keeps.
 	BoundStatementMax = 120
 )
+
+// SplitBoundSpan splits the text of a boundary of kind into the text that
+// names the call, the same for every call of one statement, method or
+// host, and the id of the span a client call (BoundHTTP, BoundRPC) passed
+// on, "" when it passed none.
+func SplitBoundSpan(kind uint8, text string) (name, span string) {
+	attrs := 0
+	switch kind {
+	case BoundHTTP:
+		attrs = 3
+	case BoundRPC:
+		attrs = 2
+	default:
+		return text, ""
+	}
+	for i := 0; i < len(text); i++ {
+		if text[i] == BoundSep {
+			if attrs--; attrs == 0 {
+				return text[:i], text[i+1:]
+			}
+		}
+	}
+	return text, ""
+}
 
 // PackBoundText packs the text of an ExtBound start record into payload
 // words (at most ExtBoundWords; longer text is cut).

@@ -553,15 +553,37 @@ func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval) {
 // attached to their nearest kept ancestor and their depths adjusted, where
 // Matrix would leave a gap in the depths.
 func Trim(items []Item, maxItems int) []Item {
-	out, _ := trim(items, maxItems)
+	out, _ := trim(items, nil, maxItems)
 	return out
 }
 
 // TrimExt is Trim for items with their intervals (exts is nil, or as long
-// as items): it returns the kept intervals alongside the kept items.
+// as items): it returns the kept intervals alongside the kept items. The
+// rounds spare a client call that passed the trace context on (its
+// interval has a SpanID), however short: the called service's spans name
+// its span as their parent.
 func TrimExt(items []Item, exts []*Interval, maxItems int) ([]Item, []*Interval) {
-	out, kept := trim(items, maxItems)
+	out, kept := trim(items, spared(exts, len(items)), maxItems)
 	return out, keptExts(exts, kept, len(items))
+}
+
+// spared marks the items whose interval is a client call that passed the
+// trace context on; nil when there is none (or exts is not as long as the
+// items).
+func spared(exts []*Interval, n int) []bool {
+	var spare []bool
+	if len(exts) != n {
+		return nil
+	}
+	for i, x := range exts {
+		if x != nil && x.Kind == ExtBound && x.SpanID() != "" {
+			if spare == nil {
+				spare = make([]bool, n)
+			}
+			spare[i] = true
+		}
+	}
+	return spare
 }
 
 // keptExts returns the intervals of the kept items; nil when exts is nil
@@ -577,8 +599,10 @@ func keptExts(exts []*Interval, kept []int, n int) []*Interval {
 	return out
 }
 
-// trim is Trim that also returns the index in items of each item kept.
-func trim(items []Item, maxItems int) ([]Item, []int) {
+// trim is Trim that also returns the index in items of each item kept;
+// the rounds remove no item whose spare is true (spare is nil, or as long
+// as items).
+func trim(items []Item, spare []bool, maxItems int) ([]Item, []int) {
 	if maxItems < 0 {
 		return []Item{}, nil
 	}
@@ -588,7 +612,7 @@ rounds:
 	for k := int64(1); remain > maxItems && k <= trimRounds; k++ {
 		limit := k * trimStepMs
 		for i := len(items) - 1; i >= 0; i-- {
-			if !removed[i] && items[i].Cost < limit {
+			if !removed[i] && items[i].Cost < limit && (spare == nil || !spare[i]) {
 				removed[i] = true
 				remain--
 				if remain <= maxItems {
@@ -802,7 +826,7 @@ func AnalyzeRepeats(recs []Record, mode Mode, endMs uint64, triggerCost int64, r
 
 func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems int, rule RepeatRule, funcOf FuncOf) Result {
 	all, times, allExts := itemsTimed(recs, mode, endMs, funcOf)
-	items, kept := trim(all, maxItems)
+	items, kept := trim(all, spared(allExts, len(all)), maxItems)
 	exts := keptExts(allExts, kept, len(all))
 	base := uint64(math.MaxUint64)
 	for _, t := range times {

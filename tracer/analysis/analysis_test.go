@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 var notation = regexp.MustCompile(`^([io])\((D|\d+)@(\d+)\)$`)
@@ -782,4 +784,25 @@ func TestPanicUnwoundFrames(t *testing.T) {
 		cost:    50,
 		key:     "3|",
 	}})
+}
+
+// The rounds spare a client call that passed the trace context on, however
+// short, and only it: the called service's spans name it as their parent.
+func TestTrimExtSparesPropagatedCalls(t *testing.T) {
+	items := flat(1000, append([]int64{0, 0}, repeat(30, 100)...)...) // 33 items
+	exts := make([]*Interval, len(items))
+	bound := func(text string) *Interval {
+		return &Interval{Kind: ExtBound, Reason: abi.BoundHTTP, PCs: abi.PackBoundText(text)}
+	}
+	exts[1] = bound("GET\thttp\tstock:8080\t00f067aa0ba902b7")
+	exts[2] = bound("GET\thttp\tstock:8080")
+	got, kept := TrimExt(items, exts, MaxStackLines)
+	if len(got) != MaxStackLines || len(kept) != len(got) || kept[1] != exts[1] || got[1].Cost != 0 {
+		t.Fatalf("kept %d items, the second %+v (%v)", len(got), got[1], kept[1])
+	}
+	for _, x := range kept {
+		if x == exts[2] {
+			t.Error("a call that passed nothing on was spared")
+		}
+	}
 }

@@ -128,7 +128,15 @@ func (x *Interval) same(y *Interval) bool {
 	if x.Kind == ExtGo || y.Kind == ExtGo {
 		return false // goroutines ran side by side: their times do not add up
 	}
-	return x.Kind == y.Kind && x.Reason == y.Reason && slices.Equal(x.PCs, y.PCs)
+	if x.Kind != y.Kind || x.Reason != y.Reason {
+		return false
+	}
+	if x.Kind == ExtBound {
+		// Calls of one statement, method or host fold, whatever span id
+		// each passed on (the first one's is kept).
+		return x.Text() == y.Text()
+	}
+	return slices.Equal(x.PCs, y.PCs)
 }
 
 // KindName names the kind: "wait", "syscall", "runnable", or "ext<N>".
@@ -149,12 +157,25 @@ func (x *Interval) KindName() string {
 }
 
 // Text returns the text of a boundary (ExtBound): its attributes
-// separated by abi.BoundSep; "" for another interval.
+// separated by abi.BoundSep, without the span id a client call that
+// passed the trace context on adds (SpanID); "" for another interval.
 func (x *Interval) Text() string {
+	name, _ := x.split()
+	return name
+}
+
+// SpanID returns the id of the span a client call's boundary passed on to
+// the service it called (16 hex digits), or "".
+func (x *Interval) SpanID() string {
+	_, span := x.split()
+	return span
+}
+
+func (x *Interval) split() (name, span string) {
 	if x == nil || x.Kind != ExtBound {
-		return ""
+		return "", ""
 	}
-	return abi.UnpackBoundText(x.PCs)
+	return abi.SplitBoundSpan(x.Reason, abi.UnpackBoundText(x.PCs))
 }
 
 // Concurrent reports whether the item of this interval runs beside its

@@ -304,3 +304,47 @@ func TestSpansClientBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// A dispatch that passed its trace context on is exported in the trace it
+// made (the report's trace_id), and the call that passed it is the CLIENT
+// span with the id the called service was given; a LAG report's copy of
+// the call has an id of its own, so that no two spans share one.
+func TestSpansPropagatedTrace(t *testing.T) {
+	const traceID, spanID = "5b8aa5a2d2c872e8321cf37308d69df2", "051581bf3cb55c13"
+	r := slowReport()
+	r.TraceParent = ""
+	r.TraceID = traceID
+	r.Frames = append(r.Frames,
+		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "http GET http://stock:8080", Kind: "http", Start: i64(140),
+			Bound: &tracer.Bound{Method: "GET", Scheme: "http", Host: "stock:8080", SpanID: spanID}})
+	client := func(r *Report) (*tracepb.Span, []*tracepb.Span) {
+		spans := decode(t, mustSpans(t, r))
+		for _, s := range spans {
+			if s.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+				return s, spans
+			}
+		}
+		t.Fatal("no CLIENT span")
+		return nil, nil
+	}
+	c, spans := client(r)
+	if got := hex.EncodeToString(c.SpanId); got != spanID {
+		t.Errorf("CLIENT span id %s, want the one passed on, %s", got, spanID)
+	}
+	for _, s := range spans {
+		if got := hex.EncodeToString(s.TraceId); got != traceID {
+			t.Errorf("span %q in trace %s, want %s", s.Name, got, traceID)
+		}
+	}
+	// The caller's trace, when the request brought one, wins.
+	r.TraceParent = "00-" + strings.Repeat("ab", 16) + "-" + callerSpan + "-01"
+	if c, _ := client(r); hex.EncodeToString(c.TraceId) != strings.Repeat("ab", 16) {
+		t.Errorf("trace %x, want the caller's", c.TraceId)
+	}
+	r.TraceParent = ""
+	lag := *r
+	lag.Detail = tracer.DetailLag
+	if c, _ := client(&lag); hex.EncodeToString(c.SpanId) == spanID || hex.EncodeToString(c.TraceId) != traceID {
+		t.Errorf("LAG report's CLIENT span %x in trace %x", c.SpanId, c.TraceId)
+	}
+}

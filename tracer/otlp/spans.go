@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/internal/abi"
+	"github.com/matrixgo/matrix/internal/tracecontext"
 	"github.com/matrixgo/matrix/tracer"
 )
 
@@ -58,6 +59,7 @@ type Report struct {
 	CPU         *int64  `json:"cpu"`
 	Usage       string  `json:"usage"`
 	TraceParent string  `json:"traceparent"`
+	TraceID     string  `json:"trace_id"`
 	Frames      []Frame `json:"frames"`
 
 	// What the watchdog saw of a LAG or ANR.
@@ -272,6 +274,10 @@ func Spans(r *Report) ([]Span, error) {
 		traceID, parent, hasParent = tc.TraceID, tc.SpanID, true
 		local = FlagHasIsRemote | uint32(tc.Flags)
 		flags = local | FlagIsRemote
+	} else if id, ok := tracecontext.ParseTraceID(r.TraceID); ok {
+		// The trace the dispatch made, and passed on to the services it
+		// called.
+		traceID = id
 	} else {
 		h := sha256.Sum256([]byte("trace/" + seed))
 		if dispatchKey != "" {
@@ -444,6 +450,13 @@ func Spans(r *Report) ([]Span, error) {
 		}
 		if f.Bound != nil {
 			client(&s, f)
+			// The span a call passed on to the service it called has the
+			// id it named; a LAG or ANR report's copy of the call keeps a
+			// derived one, so that the final report's is the only span
+			// with that id.
+			if id, ok := tracecontext.ParseSpanID(f.Bound.SpanID); ok && !lagOrANR {
+				s.SpanID = id
+			}
 		}
 		spans = append(spans, s)
 		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth, fn: fn})
