@@ -72,7 +72,8 @@ type Config struct {
 	// the request with the header, the call's metadata): the dispatch's
 	// trace (the caller's, or one it makes, see Dispatch.TraceID) and the
 	// id of the call's own span, which its report's boundary keeps, so
-	// that the called service's spans are children of the call's.
+	// that the called service's spans are children of the call's. Tests
+	// and benchmarks (KindTest, KindBenchmark) pass nothing on.
 	NoPropagation bool
 }
 
