@@ -77,11 +77,13 @@ func TestShopOTLP(t *testing.T) {
 	}
 	dir := t.TempDir()
 	shopBin, stuckBin := buildExample(t, dir, "shop", withOTLP), buildExample(t, dir, "stuck", withOTLP)
+	relayBin := buildExample(t, dir, "relay", withOTLP)
 	for _, proto := range protocols {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
 			b := newReceiverBackend(t)
 			checkShopExport(t, b, shopBin, proto)
 			checkStuckExport(t, b, stuckBin, proto)
+			checkRelayExport(t, b, relayBin, proto)
 		})
 	}
 }
@@ -100,10 +102,12 @@ func TestJaeger(t *testing.T) {
 	j := startJaeger(t, jaegerBin)
 	dir := t.TempDir()
 	shopBin, stuckBin := buildExample(t, dir, "shop", withOTLP), buildExample(t, dir, "stuck", withOTLP)
+	relayBin := buildExample(t, dir, "relay", withOTLP)
 	for _, proto := range protocols {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
 			checkShopExport(t, j, shopBin, proto)
 			checkStuckExport(t, j, stuckBin, proto)
+			checkRelayExport(t, j, relayBin, proto)
 		})
 	}
 	if t.Failed() {
@@ -735,4 +739,70 @@ func pbAttrs(kvs []*commonpb.KeyValue) map[string]string {
 		}
 	}
 	return m
+}
+
+// spanKindClient is OTLP's SpanKind CLIENT.
+const spanKindClient = 3
+
+// startRelay starts examples/relay as role ("stock", or "front" when
+// stock is the stock service's address), exporting to b over protocol,
+// and returns it and its address.
+func startRelay(t *testing.T, b backend, bin, protocol, role, stock string) (*exec.Cmd, string) {
+	t.Helper()
+	args := []string{"-addr", "127.0.0.1:0"}
+	if stock != "" {
+		args = append(args, "-stock", "http://"+stock)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), otlpEnv(t, b, protocol, serviceName("relay-"+role, protocol), filepath.Join(t.TempDir(), "report.jsonl"))...),
+		"MATRIX_EVIL_THRESHOLD_MS=100")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the %s service's address: %v", role, err)
+	}
+	return cmd, strings.TrimSpace(strings.TrimPrefix(line, role+" listening on "))
+}
+
+// checkRelayExport runs examples/relay's two services, each exporting to
+// b over protocol under a service name of its own, sends the front's
+// GET /checkout/7, and checks that b has one trace across both: the stock
+// service's SERVER span is the child of the front's CLIENT span, the call
+// that carried the front's trace context on.
+func checkRelayExport(t *testing.T, b backend, bin, protocol string) {
+	stock, stockAddr := startRelay(t, b, bin, protocol, "stock", "")
+	front, frontAddr := startRelay(t, b, bin, protocol, "front", stockAddr)
+	(&shop{addr: frontAddr}).get(t, "/checkout/7")
+	stop(t, front)
+	stop(t, stock)
+	frontSpans := waitSpans(t, b, serviceName("relay-front", protocol), 3, false)
+	stockSpans := waitSpans(t, b, serviceName("relay-stock", protocol), 2, false)
+	find := func(spans []tspan, kind int, name string) tspan {
+		t.Helper()
+		for _, sp := range spans {
+			if sp.Kind == kind && sp.Name == name {
+				return sp
+			}
+		}
+		t.Fatalf("no span %q of kind %d:\n%s", name, kind, dumpSpans(spans))
+		return tspan{}
+	}
+	root := find(frontSpans, spanKindServer, "GET /checkout/{id}")
+	call := find(frontSpans, spanKindClient, "GET")
+	served := find(stockSpans, spanKindServer, "GET /stock/{sku}")
+	if root.Parent != "" || call.TraceID != root.TraceID {
+		t.Errorf("the front's call %s is not in the trace of its request %s (parent %q)", call.TraceID, root.TraceID, root.Parent)
+	}
+	if served.TraceID != call.TraceID || served.Parent != call.SpanID {
+		t.Errorf("the stock service's span (trace %s, parent %s) is not the child of the front's call (trace %s, span %s)\nfront:\n%s\nstock:\n%s",
+			served.TraceID, served.Parent, call.TraceID, call.SpanID, dumpSpans(frontSpans), dumpSpans(stockSpans))
+	}
 }
