@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -29,22 +26,8 @@ func buildStuck(t testing.TB, dir string) string {
 func startStuck(t testing.TB, bin string, env ...string) (addr, reportFile string) {
 	t.Helper()
 	reportFile = filepath.Join(t.TempDir(), "report.jsonl")
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
-	cmd.Env = append(append(os.Environ(), "MATRIX_REPORT="+reportFile), env...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the service's address: %v", err)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, "stuck listening on ")), reportFile
+	_, addr = startService(t, bin, "stuck", nil, append([]string{"MATRIX_REPORT=" + reportFile}, env...))
+	return addr, reportFile
 }
 
 // watchdogReport is a LAG or ANR report.

@@ -749,27 +749,12 @@ const spanKindClient = 3
 // and returns it and its address.
 func startRelay(t *testing.T, b backend, bin, protocol, role, stock string) (*exec.Cmd, string) {
 	t.Helper()
-	args := []string{"-addr", "127.0.0.1:0"}
+	var args []string
 	if stock != "" {
-		args = append(args, "-stock", "http://"+stock)
+		args = []string{"-stock", "http://" + stock}
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), otlpEnv(t, b, protocol, serviceName("relay-"+role, protocol), filepath.Join(t.TempDir(), "report.jsonl"))...),
-		"MATRIX_EVIL_THRESHOLD_MS=100")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the %s service's address: %v", role, err)
-	}
-	return cmd, strings.TrimSpace(strings.TrimPrefix(line, role+" listening on "))
+	env := append(otlpEnv(t, b, protocol, serviceName("relay-"+role, protocol), filepath.Join(t.TempDir(), "report.jsonl")), "MATRIX_EVIL_THRESHOLD_MS=100")
+	return startService(t, bin, role, args, env)
 }
 
 // checkRelayExport runs examples/relay's two services, each exporting to

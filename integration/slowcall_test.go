@@ -53,23 +53,32 @@ var withOTLP = []string{"MATRIX_OTLP=on"}
 func startShop(t *testing.T, bin string, env ...string) *shop {
 	t.Helper()
 	s := &shop{report: filepath.Join(t.TempDir(), "report.jsonl")}
-	s.cmd = exec.Command(bin, "-addr", "127.0.0.1:0")
-	s.cmd.Env = append(append(os.Environ(), "MATRIX_REPORT="+s.report), env...)
-	s.cmd.Stderr = os.Stderr
-	out, err := s.cmd.StdoutPipe()
+	s.cmd, s.addr = startService(t, bin, "shop", nil, append([]string{"MATRIX_REPORT=" + s.report}, env...))
+	return s
+}
+
+// startService runs an example service, bin -addr 127.0.0.1:0 with args,
+// with env added to the test's environment, killed when the test ends,
+// and returns it and the address it prints first ("<name> listening on
+// <address>").
+func startService(t testing.TB, bin, name string, args, env []string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.cmd.Start(); err != nil {
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("reading the shop's address: %v", err)
+		t.Fatalf("reading the %s service's address: %v", name, err)
 	}
-	s.addr = strings.TrimSpace(strings.TrimPrefix(line, "shop listening on "))
-	return s
+	return cmd, strings.TrimSpace(strings.TrimPrefix(line, name+" listening on "))
 }
 
 func (s *shop) get(t *testing.T, path string) {
