@@ -991,9 +991,10 @@ func matrixBound(kind int, a, b, c string, v any) bool {
 }
 
 // matrixBoundOut is matrixBound for a client call that may pass the
-// dispatch's trace context on (net/http's client, v true when the request
-// has no traceparent header of its own): out is then the traceparent to
-// send, naming the boundary's span, which the boundary's text records.
+// dispatch's trace context on (net/http's and gRPC's clients, v true when
+// the request or call has no traceparent of its own): out is then the
+// traceparent to send, naming the boundary's span, which the boundary's
+// text records.
 // out is "" when the call passes nothing on, whether or not it opened a
 // boundary.
 //
