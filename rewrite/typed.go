@@ -74,8 +74,14 @@ func (ti *typedInfo) callee(fun ast.Expr) (obj types.Object, dynamic bool) {
 			if !ok {
 				return ti.info.Uses[f.Sel], false // a qualified identifier
 			}
-			if sel.Kind() == types.MethodVal && types.IsInterface(sel.Recv()) {
-				return sel.Obj(), true
+			// An interface's method, however it is reached: x.M on an
+			// interface, a method promoted from an embedded interface
+			// (whose receiver is a struct), or a method expression I.M.
+			// (error's Error belongs to no package.)
+			if fn, ok := sel.Obj().(*types.Func); ok {
+				if recv := fn.Type().(*types.Signature).Recv(); recv != nil && types.IsInterface(recv.Type()) {
+					return fn, true
+				}
 			}
 			return sel.Obj(), false
 		}

@@ -51,6 +51,13 @@ func init() {
 
 // A conversion to another package's type is not a call: no calls.
 func seconds(n int64) time.Duration { return time.Duration(n) * time.Second }
+
+type wrapped struct{ error }
+
+// A method promoted from an embedded interface, and a method expression
+// of an interface, are interface calls; error's Error belongs to no
+// package: not inlinable.
+func (w wrapped) message() string { return w.Error() + error.Error(w.error) }
 `
 
 // TestSelectionWithTypes plans typedSrc with and without types and checks
@@ -91,11 +98,13 @@ func TestSelectionWithTypes(t *testing.T) {
 		"affixed":         declLine(typedSrc, "func affixed"),
 		"(*counter).bump": declLine(typedSrc, "func (c *counter) bump"),
 		"twice":           declLine(typedSrc, "func twice"),
+		"wrapped.message": declLine(typedSrc, "func (w wrapped) message"),
 	}
 	for name, want := range map[string]struct{ typed, untyped string }{
 		"affixed":         {ReasonInlinable, "instrumented"},
 		"(*counter).bump": {ReasonInlinable, "instrumented"},
 		"twice":           {"instrumented", ReasonInlinable},
+		"wrapped.message": {"instrumented", "instrumented"},
 		"seconds":         {ReasonNoCalls, ReasonInlinable},
 		"init.0":          {"instrumented", "instrumented"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/matrixgo/matrix/blacklist"
@@ -85,6 +86,7 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 
 	var newFiles []string
 	var inst *instrumented
+	var failure *rewriteFailure // the rewriter's, when the package is built from its own files
 	switch {
 	case pkg == "runtime":
 		if err := checkTarget(c.Tool); err != nil {
@@ -123,8 +125,16 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 			files = routed
 			c.Operands = routed
 		}
-		inst, err = instrument(cfg, c, tmp, nil)
-		if err == nil && inst.files == nil {
+		inst, err = instrumentSafely(cfg, c, tmp, nil)
+		if err != nil && !cfg.strict {
+			if errors.As(err, &failure) {
+				// Built from its own files: a plain build's errors, if
+				// the package has any, are shown as a plain build shows
+				// them; otherwise a warning says what was lost.
+				inst, err = nil, nil
+			}
+		}
+		if err == nil && (inst == nil || inst.files == nil) {
 			// compileInstrumented patches an instrumented package's.
 			newFiles, err = patchTestMain(files, nil, tmp)
 			if newFiles == nil && routes && rewrite.HasRouteHooks(pkg) {
@@ -174,6 +184,10 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 	}
 	if err != nil {
 		return err
+	}
+	if failure != nil {
+		fmt.Fprintf(stderr, "matrixexec: warning: package %s left uninstrumented: %v (MATRIX_STRICT=1 fails the build instead, with the details)\n", pkg, failure.err)
+		log.Warn().Err(failure.err).Msg("rewrite failed: package left uninstrumented")
 	}
 	if after != nil {
 		return after(out)
@@ -272,11 +286,45 @@ type instrumented struct {
 	heapFlag string
 }
 
+// A rewriteFailure is the rewriter's failure on a package: an error of
+// its planning or rewriting (one of the package's files does not parse,
+// say), or a panic, a defect of matrixexec. The package can still be
+// built from its own files, and is, unless MATRIX_STRICT=1.
+type rewriteFailure struct {
+	pkg   string
+	err   error
+	stack []byte // a panic's
+}
+
+func (f *rewriteFailure) Error() string {
+	if f.stack != nil {
+		return fmt.Sprintf("instrument %s: %v\n%s", f.pkg, f.err, f.stack)
+	}
+	return fmt.Sprintf("instrument %s: %v", f.pkg, f.err)
+}
+
+func (f *rewriteFailure) Unwrap() error { return f.err }
+
+// instrumentSafely is instrument with a panic of the rewriter returned as
+// a rewriteFailure, so that a defect of matrixexec does not break a
+// build.
+func instrumentSafely(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]string) (inst *instrumented, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			inst, err = nil, &rewriteFailure{pkg: c.ImportPath(), err: fmt.Errorf("matrixexec panicked: %v", r), stack: debug.Stack()}
+		}
+	}()
+	return instrument(cfg, c, dir, exclude)
+}
+
 // instrument rewrites the files of the package c compiles into dir and
 // returns them, leaving the functions named in exclude uninstrumented
 // (rewrite.Func.Name; listed as skipped with the reason given).
 func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]string) (*instrumented, error) {
 	pkg, files := c.ImportPath(), c.Operands
+	if cfg.debugPanic[pkg] {
+		panic("MATRIX_DEBUG_PANIC names " + pkg)
+	}
 	rules, err := loadRules(cfg)
 	if err != nil {
 		return nil, err
@@ -331,7 +379,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]stri
 		Reject: cfg.rejects(pkg),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
+		return nil, &rewriteFailure{pkg: pkg, err: err}
 	}
 	m, err := cfg.openMap()
 	if err != nil {
@@ -368,7 +416,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]stri
 	}
 	outs, err := plan.Apply(ids)
 	if err != nil {
-		return nil, err
+		return nil, &rewriteFailure{pkg: pkg, err: err}
 	}
 	inst.heapFlag = startHeapFlag(c, plan.Growth(outs), cfg.getenv)
 	newFiles := append([]string(nil), files...)

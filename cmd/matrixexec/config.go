@@ -37,6 +37,7 @@ type config struct {
 	debugHooks    bool            // build the runtime variant that can print every hook
 	strict        bool            // a rewrite the compiler rejects fails the build
 	debugReject   map[string]bool // functions (pkg.Func) whose rewrite is made to fail
+	debugPanic    map[string]bool // packages whose rewrite is made to panic
 	log           zerolog.Logger
 	getenv        func(string) string
 	posBases      []string // the directories mapPos makes positions relative to
@@ -143,14 +144,8 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	default:
 		return nil, nil, fmt.Errorf("bad strict setting %q (MATRIX_STRICT): want 1 or 0", strict)
 	}
-	for _, fn := range strings.Split(getenv("MATRIX_DEBUG_REJECT"), ",") {
-		if fn = strings.TrimSpace(fn); fn != "" {
-			if cfg.debugReject == nil {
-				cfg.debugReject = map[string]bool{}
-			}
-			cfg.debugReject[fn] = true
-		}
-	}
+	cfg.debugReject = nameSet(getenv("MATRIX_DEBUG_REJECT"))
+	cfg.debugPanic = nameSet(getenv("MATRIX_DEBUG_PANIC"))
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
 		dir := filepath.Join(gocmd.ModuleRoot(getenv), defaultDir)
 		if !gocmd.InModule(getenv) || gocmd.PkgAtVersion(goCommandLine()) {
@@ -285,4 +280,19 @@ func (cfg *config) zeroCodeConfig() *zerocode.Config {
 		zc.Blacklist = cfg.blacklistPath
 	}
 	return zc
+}
+
+// nameSet returns the set of the comma-separated names of list, or nil
+// for none.
+func nameSet(list string) map[string]bool {
+	var set map[string]bool
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if set == nil {
+				set = map[string]bool{}
+			}
+			set[name] = true
+		}
+	}
+	return set
 }

@@ -99,11 +99,12 @@ func (cfg *config) compileInstrumented(c *toolcmd.Cmd, inst *instrumented, opera
 			exclude[fn] = ReasonRejected + ":" + inst.plan.Mode(fn)
 		}
 		c.Operands = orig
-		again, err := instrument(cfg, c, tmp, exclude)
-		if err != nil {
+		again, err := instrumentSafely(cfg, c, tmp, exclude)
+		var failure *rewriteFailure
+		if err != nil && !errors.As(err, &failure) {
 			return err
 		}
-		if again.files != nil {
+		if err == nil && again.files != nil {
 			if _, failed, err := try(again); !failed && err == nil {
 				for _, fn := range faulty {
 					fmt.Fprintf(stderr, "matrixexec: warning: %s.%s (%s) left uninstrumented: the compiler rejected its rewrite (mode %s); listed in %s\n",

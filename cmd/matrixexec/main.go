@@ -181,5 +181,7 @@ environment only:
                                make the rewrite of these functions fail to compile (a test of
                                the fallback; not part of the build cache's key: build in a new
                                directory, or with -a)
+  MATRIX_DEBUG_PANIC=PKG,...   make the rewriter panic on these packages (a test of the
+                               fallback; not part of the build cache's key either)
 `)
 }
