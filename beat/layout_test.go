@@ -12,6 +12,7 @@ import (
 // write through it as an abi.Ring, whose offsets the runtime file checks
 // against its own view when it compiles (rewrite.TestPatchedStdCompiles).
 func TestRingLayout(t *testing.T) {
+	skipOn32Bit(t)
 	var d Dispatch
 	if off := unsafe.Offsetof(d.ring); off != 0 {
 		t.Errorf("Dispatch.ring is at offset %d; the runtime reads it at offset 0", off)

@@ -212,6 +212,7 @@ var fullOnly = map[string]string{
 	"plugins":        "compiles the standard library for -buildmode=plugin",
 	"pgozerocode":    runProfile,
 	"revertedmap":    ownMap,
+	"targets":        "compiles the standard library for GOARCH=386 and arm, and for Plan 9",
 	"zerocodecache":  "compiles the zero-code tracer from a copy of this checkout, three times",
 }
 

@@ -68,16 +68,27 @@ func CheckGoRelease(goroot string) error {
 			name = string(bytes.TrimSpace(line)) + " (" + name + ")"
 		}
 	}
-	return fmt.Errorf("patch runtime: the toolchain is %s; this matrixexec knows the runtime of Go 1.%d through 1.%d only: use a supported Go release or a matrixexec that supports this one", name, MinGoMinor, MaxGoMinor)
+	return fmt.Errorf("the toolchain is %s; this matrixexec knows the runtime of Go 1.%d through 1.%d only: use a supported Go release or a matrixexec that supports this one", name, MinGoMinor, MaxGoMinor)
 }
 
 // CheckArch fails for targets the recorder does not support: it relies on
 // 64-bit atomic words in the ring header and on a clock thread, so 32-bit
-// architectures and wasm (no threads) are refused at build time.
+// architectures and wasm (no threads) are built without it.
 func CheckArch(goarch string) error {
 	switch goarch {
 	case "amd64", "arm64", "ppc64", "ppc64le", "riscv64", "s390x", "loong64", "mips64", "mips64le":
 		return nil
 	}
-	return fmt.Errorf("matrixexec does not support GOARCH=%s: the recorder needs a 64-bit architecture with threads (amd64, arm64, ppc64le, riscv64, s390x, loong64, mips64); build this target without -toolexec=matrixexec", goarch)
+	return fmt.Errorf("matrixexec does not support GOARCH=%s: the recorder needs a 64-bit architecture with threads (amd64, arm64, ppc64le, riscv64, s390x, loong64, mips64)", goarch)
+}
+
+// CheckOS fails for operating systems the recorder does not support. On
+// Plan 9 the runtime reads the clock through a file, whose failure path
+// overflows the stack of the nosplit system call entry once the wait
+// hooks read the clock there.
+func CheckOS(goos string) error {
+	if goos == "plan9" {
+		return fmt.Errorf("matrixexec does not support GOOS=%s: the runtime's system call entry, where the recorder reads the clock, has no stack to spare there", goos)
+	}
+	return nil
 }

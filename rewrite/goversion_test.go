@@ -54,3 +54,14 @@ func TestCheckArch(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckOS(t *testing.T) {
+	if err := CheckOS("plan9"); err == nil || !strings.Contains(err.Error(), "GOOS=plan9") {
+		t.Errorf("GOOS=plan9: error %v", err)
+	}
+	for _, goos := range []string{"linux", "darwin", "windows", "freebsd", "android", ""} {
+		if err := CheckOS(goos); err != nil {
+			t.Errorf("GOOS=%s: %v", goos, err)
+		}
+	}
+}

@@ -16,11 +16,23 @@ import (
 	"github.com/matrixgo/matrix/rewrite"
 )
 
-// checkTarget refuses toolchains and targets whose runtime the patch does
-// not know, before the runtime is compiled. compileTool is the compiler's
-// path, $GOROOT/pkg/tool/<host>/compile; cmd/go sets GOARCH for it.
-func checkTarget(compileTool string) error {
-	if err := rewrite.CheckGoRelease(toolGoroot(compileTool)); err != nil {
+// unsupportedTarget fails, for every compile and link, for a Go release or
+// a target the recorder does not support: such a build is run as a plain
+// build runs it (toolexec). tool is the path of the compiler or the linker,
+// $GOROOT/pkg/tool/<host>/<tool>; cmd/go sets GOOS and GOARCH for it. A
+// release that cannot be told is left to the runtime's compile, which
+// refuses it (rewrite.CheckGoRelease).
+func unsupportedTarget(tool string) error {
+	goroot := toolGoroot(tool)
+	if minor, err := rewrite.GoRelease(goroot); err == nil && (minor < rewrite.MinGoMinor || minor > rewrite.MaxGoMinor) {
+		return rewrite.CheckGoRelease(goroot) // which names the toolchain
+	}
+	return checkArch()
+}
+
+// checkArch checks the GOOS and GOARCH cmd/go set for the tool.
+func checkArch() error {
+	if err := rewrite.CheckOS(os.Getenv("GOOS")); err != nil {
 		return err
 	}
 	goarch := os.Getenv("GOARCH")
@@ -43,7 +55,7 @@ func toolGoroot(compileTool string) string {
 // goRelease returns the minor version of the Go release whose compiler is at
 // compileTool, for rewrite.Options.GoRelease; 0 if it cannot be told (the
 // compile of the runtime, which every instrumented build has, refuses such
-// a toolchain: see checkTarget).
+// a toolchain: see unsupportedTarget).
 func goRelease(compileTool string) int {
 	minor, err := rewrite.GoRelease(toolGoroot(compileTool))
 	if err != nil {

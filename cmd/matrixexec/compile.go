@@ -89,7 +89,9 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 	var failure *rewriteFailure // the rewriter's, when the package is built from its own files
 	switch {
 	case pkg == "runtime":
-		if err := checkTarget(c.Tool); err != nil {
+		// The release and the target were checked (unsupportedTarget),
+		// unless the release cannot be told.
+		if err := rewrite.CheckGoRelease(toolGoroot(c.Tool)); err != nil {
 			return err
 		}
 		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks, !cfg.returnExits)

@@ -170,8 +170,9 @@ build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
                      the guards run before the enter hook) or hook (MATRIX_BOUNDED, default skip)
   -log FILE          diagnostics to FILE or "stderr" (MATRIX_LOG, default off)
   -zerocode MODE     link the tracer into main packages: auto, on or off (MATRIX_ZEROCODE, default auto)
-  -strict            fail the build when the compiler rejects an instrumented package, rather
-                     than leave the functions at fault uninstrumented with a warning
+  -strict            fail the build when the compiler rejects an instrumented package, or the
+                     Go release or GOARCH is one the recorder does not support, rather than
+                     build what it cannot instrument uninstrumented with a warning
                                            (MATRIX_STRICT=1, default off)
 
 environment only:

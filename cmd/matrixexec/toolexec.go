@@ -41,12 +41,34 @@ func toolexec(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Wri
 		return nil
 	}
 	switch tool {
-	case "compile":
+	case "compile", "link":
+		if err := unsupportedTarget(args[0]); err != nil {
+			// A target or Go release the recorder does not support is
+			// built as a plain build builds it: the program works, without
+			// instrumentation, and each link says so. Strict, the runtime's
+			// compile and each link fail instead.
+			if tool == "link" {
+				if cfg.strict {
+					return err
+				}
+				fmt.Fprintf(stderr, "matrixexec: warning: this program is built without instrumentation: %v (MATRIX_STRICT=1 fails the build instead)\n", err)
+			} else if cfg.strict && isRuntimeCompile(args) {
+				return err
+			}
+			return runTool(args, stdin, stdout, stderr)
+		}
+		if tool == "link" {
+			return link(cfg, args, stdin, stdout, stderr)
+		}
 		return compile(cfg, args, stdin, stdout, stderr)
-	case "link":
-		return link(cfg, args, stdin, stdout, stderr)
 	}
 	return runTool(args, stdin, stdout, stderr)
+}
+
+// isRuntimeCompile reports whether args compile package runtime.
+func isRuntimeCompile(args []string) bool {
+	c, err := toolcmd.ParseCompile(args)
+	return err == nil && c.ImportPath() == "runtime"
 }
 
 // link adds the packages of the zero-code tracer to the link of a main

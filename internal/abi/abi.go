@@ -447,7 +447,7 @@ const (
 	matrixExtReasonShift = %d
 	matrixExtMaxPCs      = %d
 )
-`, EnterBit, IDShift, IDMask, TimeMask, DispatchID, StartupRingSize,
+`, EnterBit, IDShift, IDMask, uint64(TimeMask), DispatchID, StartupRingSize,
 		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset,
 		RingOuterOffset, RingFrameOffset, RingStateOffset,
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
