@@ -173,7 +173,7 @@ func Start(cfg Config) error {
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
 	rtSetSceneRefHook(hookSceneRef)
-	rtSetTraceParentHook(hookTraceParent)
+	rtSetTraceParentHook(hookTraceParent, hookTraceState)
 	rtSetRequestHooks(hookBeginRequest, hookStatus)
 	rtSetBoundHook(hookBound)
 	rtSetActive(1)
@@ -193,7 +193,7 @@ func Stop() {
 	rtSetActive(0)
 	rtSetDispatchHooks(nil, nil, nil)
 	rtSetSceneRefHook(nil)
-	rtSetTraceParentHook(nil)
+	rtSetTraceParentHook(nil, nil)
 	rtSetRequestHooks(nil, nil)
 	rtSetBoundHook(nil)
 	cur.Store(nil)
@@ -498,10 +498,10 @@ func sceneRef(scene string) *string {
 	return p
 }
 
-// hookTraceParent records the traceparent header of the request a patched
-// net/http server began the dispatch d for.
-func hookTraceParent(d unsafe.Pointer, tp string) {
-	(*Dispatch)(d).SetTraceParent(tp)
+// hookTraceParent records the trace context headers of the request or call
+// a patched server began the dispatch d for.
+func hookTraceParent(d unsafe.Pointer, tp, state, baggage string) {
+	(*Dispatch)(d).SetTraceContext(tp, state, baggage)
 }
 
 // hookBeginRequest begins the dispatch of a request a patched net/http

@@ -98,25 +98,57 @@ func propagating() bool {
 // outgoing returns the trace context a client call of the recording
 // goroutine passes on: the trace of the dispatch it records for (its own
 // or, on a goroutine started inside it, the one that started it) and a new
-// span id, that of the call. A dispatch with child goroutines is never
-// recycled (Dispatch.recycle), so a child's dispatch is still its own.
-// The zero Context when the goroutine records for none, or for a test or
-// a benchmark: a test's requests are sent as it made them, since a test
-// may check them byte for byte, and no trace spans a test run.
+// span id, that of the call. The zero Context when the goroutine records
+// for none, or for a test or a benchmark (see outgoingDispatch).
 func outgoing() tracecontext.Context {
+	d := outgoingDispatch()
+	if d == nil {
+		return tracecontext.Context{}
+	}
+	t := d.trace()
+	return tracecontext.Context{TraceID: t.id, SpanID: newSpanID(), Flags: t.flags}
+}
+
+// outgoingDispatch returns the dispatch whose trace context the recording
+// goroutine's client calls pass on: the one it records for, or on a
+// goroutine started inside a dispatch, that dispatch. A dispatch with child
+// goroutines is never recycled (Dispatch.recycle), so a child's dispatch
+// is still its own. nil when the goroutine records for none, or for a test
+// or a benchmark: a test's requests are sent as it made them, since a test
+// may check them byte for byte, and no trace spans a test run.
+func outgoingDispatch() *Dispatch {
 	p := rtCurrent()
 	if p == nil || p == rtStartupRing() {
-		return tracecontext.Context{}
+		return nil
 	}
 	if isKid(p) {
 		p = (*abi.Ring)(p).Root
 	}
 	d := (*Dispatch)(p)
 	if d.kind == KindTest || d.kind == KindBenchmark {
-		return tracecontext.Context{}
+		return nil
 	}
-	t := d.trace()
-	return tracecontext.Context{TraceID: t.id, SpanID: newSpanID(), Flags: t.flags}
+	return d
+}
+
+// hookTraceState returns the tracestate and baggage a client call of the
+// recording goroutine sends with the traceparent its boundary returned
+// (hookBound): the tracestate of the dispatch's request when the trace is
+// the caller's, since a tracestate belongs to its traceparent and a
+// dispatch that made a trace of its own has none; the baggage in any case.
+func hookTraceState() (state, baggage string) {
+	d := outgoingDispatch()
+	if d == nil {
+		return "", ""
+	}
+	in := d.received()
+	if in == (traceIn{}) {
+		return "", ""
+	}
+	if !d.trace().own {
+		state = in.state
+	}
+	return state, in.baggage
 }
 
 // newSpanID returns a random span id, never all zero.

@@ -45,7 +45,7 @@ type Dispatch struct {
 	kind     Kind
 	name     string
 	scene    atomic.Pointer[string]
-	traceCtx atomic.Pointer[string]   // the request's W3C traceparent, as received
+	traceIn  atomic.Pointer[traceIn]  // the request's W3C trace context, as received
 	traceOut atomic.Pointer[traceOut] // the trace its spans are in, once asked for (trace)
 	request  unsafe.Pointer           // *Request, read and written atomically once published
 	req      Request                  // the first request set, which request points to
@@ -596,14 +596,28 @@ func (d *Dispatch) Scene() string {
 
 // SetTraceParent records the W3C trace context (the traceparent header)
 // of the request the dispatch serves, so that exported reports join the
-// caller's distributed trace. Only this header is kept; it is stored as
-// received and validated when a report is built. An empty tp does nothing.
+// caller's distributed trace. It is stored as received and validated when
+// a report is built. An empty tp does nothing. SetTraceContext records the
+// tracestate and baggage headers with it.
 func (d *Dispatch) SetTraceParent(tp string) {
-	if d != nil && tp != "" {
-		p := new(string)
-		*p = tp
-		d.traceCtx.Store(p)
+	d.SetTraceContext(tp, "", "")
+}
+
+// SetTraceContext records the W3C trace context of the request the
+// dispatch serves: its traceparent, tracestate and baggage headers (each
+// with its lines joined by commas), as received. The dispatch's client
+// calls that pass its trace context on send the tracestate with it when
+// the trace is the caller's (a valid traceparent), and the baggage in any
+// case. When all three are empty it does nothing.
+func (d *Dispatch) SetTraceContext(parent, state, baggage string) {
+	if d != nil && (parent != "" || state != "" || baggage != "") {
+		d.traceIn.Store(&traceIn{parent: parent, state: state, baggage: baggage})
 	}
+}
+
+// traceIn is the W3C trace context a dispatch's request brought.
+type traceIn struct {
+	parent, state, baggage string
 }
 
 // Request is what a dispatch keeps of the HTTP request it serves: never
@@ -728,16 +742,26 @@ func (d *Dispatch) Status() int {
 	return int(atomic.LoadInt32(&d.status))
 }
 
-// TraceParent returns the trace context set by SetTraceParent, or "". It
-// may be called from any goroutine while the dispatch runs.
-func (d *Dispatch) TraceParent() string {
+// TraceParent returns the traceparent set by SetTraceParent or
+// SetTraceContext, or "". It may be called from any goroutine while the
+// dispatch runs.
+func (d *Dispatch) TraceParent() string { return d.received().parent }
+
+// TraceState returns the tracestate set by SetTraceContext, or "".
+func (d *Dispatch) TraceState() string { return d.received().state }
+
+// Baggage returns the baggage set by SetTraceContext, or "".
+func (d *Dispatch) Baggage() string { return d.received().baggage }
+
+// received returns the trace context the dispatch's request brought.
+func (d *Dispatch) received() traceIn {
 	if d == nil {
-		return ""
+		return traceIn{}
 	}
-	if p := d.traceCtx.Load(); p != nil {
+	if p := d.traceIn.Load(); p != nil {
 		return *p
 	}
-	return ""
+	return traceIn{}
 }
 
 // traceOut is the trace a dispatch's spans are in and its flags.

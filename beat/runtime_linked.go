@@ -80,7 +80,7 @@ func rtAbandoned() uint32
 func rtInUse(p unsafe.Pointer) bool
 
 //go:linkname rtSetTraceParentHook runtime.matrixSetTraceParentHook
-func rtSetTraceParentHook(f func(d unsafe.Pointer, tp string))
+func rtSetTraceParentHook(in func(d unsafe.Pointer, tp, state, baggage string), out func() (state, baggage string))
 
 //go:linkname rtSetRequestHooks runtime.matrixSetRequestHooks
 func rtSetRequestHooks(begin func(kind int, name, method, host string, tls bool) unsafe.Pointer, status func(d unsafe.Pointer, code int))

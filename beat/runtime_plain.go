@@ -41,16 +41,16 @@ func rtStartupInfo() (unsafe.Pointer, uint64, int64, int64) { return nil, 0, 0, 
 func rtNanotime() int64                                     { return 0 }
 func rtStartupRing() unsafe.Pointer                         { return nil }
 
-func rtFrame(int, []uintptr) (uintptr, uintptr, int)                                 { return 0, 0, 0 }
-func rtAbandoned() uint32                                                            { return 0 }
-func rtInUse(unsafe.Pointer) bool                                                    { return false }
-func rtSetTraceParentHook(func(unsafe.Pointer, string))                              {}
-func rtSetBoundHook(func(int, string, string, string, any, *boundBuf) (int, string)) {}
-func rtWaitReason(uint8) string                                                      { return "" }
-func rtSetKids(uint64, uint32)                                                       {}
-func rtKidRelease(unsafe.Pointer)                                                    {}
-func rtKidsDetach(unsafe.Pointer) unsafe.Pointer                                     { return nil }
-func rtKidsLive() uint32                                                             { return 0 }
+func rtFrame(int, []uintptr) (uintptr, uintptr, int)                                             { return 0, 0, 0 }
+func rtAbandoned() uint32                                                                        { return 0 }
+func rtInUse(unsafe.Pointer) bool                                                                { return false }
+func rtSetTraceParentHook(func(unsafe.Pointer, string, string, string), func() (string, string)) {}
+func rtSetBoundHook(func(int, string, string, string, any, *boundBuf) (int, string))             {}
+func rtWaitReason(uint8) string                                                                  { return "" }
+func rtSetKids(uint64, uint32)                                                                   {}
+func rtKidRelease(unsafe.Pointer)                                                                {}
+func rtKidsDetach(unsafe.Pointer) unsafe.Pointer                                                 { return nil }
+func rtKidsLive() uint32                                                                         { return 0 }
 
 func rtSetRequestHooks(func(int, string, string, string, bool) unsafe.Pointer, func(unsafe.Pointer, int)) {
 }

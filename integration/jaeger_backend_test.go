@@ -301,7 +301,7 @@ func (j *jaeger) spans(t *testing.T, service string, raw bool) []tspan {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
 					sp := tspan{
-						TraceID: s.TraceID, SpanID: s.SpanID, Parent: s.ParentSpanID, Name: s.Name,
+						TraceID: s.TraceID, SpanID: s.SpanID, Parent: s.ParentSpanID, State: s.TraceState, Name: s.Name,
 						Kind: int(s.Kind), Start: uint64(s.Start), End: uint64(s.End), Status: int(s.Status.Code),
 						Attrs: apiAttrs(t, s.Attributes), Resource: resource,
 					}
@@ -388,6 +388,7 @@ type apiSpan struct {
 	TraceID      string  `json:"traceId"`
 	SpanID       string  `json:"spanId"`
 	ParentSpanID string  `json:"parentSpanId"`
+	TraceState   string  `json:"traceState"`
 	Name         string  `json:"name"`
 	Kind         apiEnum `json:"kind"`
 	Start        apiInt  `json:"startTimeUnixNano"`

@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +38,7 @@ var protocols = []string{"http/protobuf", "grpc"}
 // values as strings.
 type tspan struct {
 	TraceID, SpanID, Parent string
+	State                   string // the W3C tracestate
 	Name                    string
 	Kind                    int // OTLP SpanKind: 1 INTERNAL, 2 SERVER
 	Start, End              uint64
@@ -708,7 +711,7 @@ func (b *receiverBackend) spans(t *testing.T, service string, raw bool) []tspan 
 				continue
 			}
 			sp := tspan{
-				TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
+				TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId), State: s.TraceState,
 				Name: s.Name, Kind: int(s.Kind), Start: s.StartTimeUnixNano, End: s.EndTimeUnixNano,
 				Status: int(s.GetStatus().GetCode()), Attrs: pbAttrs(s.Attributes), Resource: s.Resource,
 			}
@@ -761,33 +764,62 @@ func startRelay(t *testing.T, b backend, bin, protocol, role, stock string) (*ex
 // b over protocol under a service name of its own, sends the front's
 // GET /checkout/7, and checks that b has one trace across both: the stock
 // service's SERVER span is the child of the front's CLIENT span, the call
-// that carried the front's trace context on.
+// that carried the front's trace context on. A second request,
+// GET /checkout/8, brings a caller's trace context with a tracestate: both
+// services' spans are in the caller's trace and keep its tracestate, which
+// the front passed on.
 func checkRelayExport(t *testing.T, b backend, bin, protocol string) {
+	const callerTrace, callerSpan, state = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
 	stock, stockAddr := startRelay(t, b, bin, protocol, "stock", "")
 	front, frontAddr := startRelay(t, b, bin, protocol, "front", stockAddr)
 	(&shop{addr: frontAddr}).get(t, "/checkout/7")
+	req, err := http.NewRequest("GET", "http://"+frontAddr+"/checkout/8", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+	req.Header.Set("Tracestate", state)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 	stop(t, front)
 	stop(t, stock)
-	frontSpans := waitSpans(t, b, serviceName("relay-front", protocol), 3, false)
-	stockSpans := waitSpans(t, b, serviceName("relay-stock", protocol), 2, false)
-	find := func(spans []tspan, kind int, name string) tspan {
+	frontSpans := waitSpans(t, b, serviceName("relay-front", protocol), 6, false)
+	stockSpans := waitSpans(t, b, serviceName("relay-stock", protocol), 4, false)
+	// find returns the span of kind and name in the trace, or in any
+	// trace but the caller's when trace is "".
+	find := func(spans []tspan, kind int, name, trace string) tspan {
 		t.Helper()
 		for _, sp := range spans {
-			if sp.Kind == kind && sp.Name == name {
+			if sp.Kind == kind && sp.Name == name && (sp.TraceID == trace || trace == "" && sp.TraceID != callerTrace) {
 				return sp
 			}
 		}
-		t.Fatalf("no span %q of kind %d:\n%s", name, kind, dumpSpans(spans))
+		t.Fatalf("no span %q of kind %d in trace %q:\n%s", name, kind, trace, dumpSpans(spans))
 		return tspan{}
 	}
-	root := find(frontSpans, spanKindServer, "GET /checkout/{id}")
-	call := find(frontSpans, spanKindClient, "GET")
-	served := find(stockSpans, spanKindServer, "GET /stock/{sku}")
-	if root.Parent != "" || call.TraceID != root.TraceID {
-		t.Errorf("the front's call %s is not in the trace of its request %s (parent %q)", call.TraceID, root.TraceID, root.Parent)
-	}
-	if served.TraceID != call.TraceID || served.Parent != call.SpanID {
-		t.Errorf("the stock service's span (trace %s, parent %s) is not the child of the front's call (trace %s, span %s)\nfront:\n%s\nstock:\n%s",
-			served.TraceID, served.Parent, call.TraceID, call.SpanID, dumpSpans(frontSpans), dumpSpans(stockSpans))
+	for _, trace := range []string{"", callerTrace} {
+		root := find(frontSpans, spanKindServer, "GET /checkout/{id}", trace)
+		call := find(frontSpans, spanKindClient, "GET", root.TraceID)
+		served := find(stockSpans, spanKindServer, "GET /stock/{sku}", root.TraceID)
+		wantParent, wantState := "", ""
+		if trace != "" {
+			wantParent, wantState = callerSpan, state
+		}
+		if root.Parent != wantParent || call.TraceID != root.TraceID {
+			t.Errorf("the front's call %s is not in the trace of its request %s (parent %q, want %q)", call.TraceID, root.TraceID, root.Parent, wantParent)
+		}
+		if served.TraceID != call.TraceID || served.Parent != call.SpanID {
+			t.Errorf("the stock service's span (trace %s, parent %s) is not the child of the front's call (trace %s, span %s)\nfront:\n%s\nstock:\n%s",
+				served.TraceID, served.Parent, call.TraceID, call.SpanID, dumpSpans(frontSpans), dumpSpans(stockSpans))
+		}
+		for _, sp := range []tspan{root, call, served} {
+			if sp.State != wantState {
+				t.Errorf("span %q in trace %s has tracestate %q, want %q", sp.Name, sp.TraceID, sp.State, wantState)
+			}
+		}
 	}
 }

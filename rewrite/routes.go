@@ -376,16 +376,18 @@ func fiberRouting(ctxType, method, notFound string, needs ...string) routeRule {
 // tree is the handler's alone; the header by its canonical key, as the
 // server stored it, without Peek's canonicalization of the key. The server
 // reuses the request's bytes, so they are copied, only while recording
-// (__matrix_rt_method, __matrix_rt_host, __matrix_rt_traceparent_bytes).
+// (__matrix_rt_method, __matrix_rt_host, __matrix_rt_trace_bytes).
 //
 // The handler's call is not deferred around: fasthttp recovers no
 // handler's panic, which ends the program, and a dispatch whose frame a
 // program's own recover unwinds is abandoned, as any other (beat.Begin).
 func fastServe(fn, params string) routeRule {
-	begin := beginReused("ctx.Request.Header.peek(__matrix_rt_traceparent_key)", "ctx.Method()", "ctx.Host()", "ctx.IsTLS()")
+	header := func(key string) string { return "ctx.Request.Header.peek(__matrix_rt_" + key + "_key)" }
+	begin := beginReused(header, "ctx.Method()", "ctx.Host()", "ctx.IsTLS()")
 	return routeRule{
 		needs: []string{"RequestCtx.Method", "RequestCtx.Host", "RequestCtx.IsTLS", "RequestCtx.Request", "RequestCtx.Response",
-			"Request.Header", "RequestHeader.peek", "Response.StatusCode", "RequestHeader.Method", "HostClient.Addr", "HostClient.IsTLS"},
+			"Request.Header", "RequestHeader.peek", "Response.StatusCode", "RequestHeader.Method", "HostClient.Addr", "HostClient.IsTLS",
+			"RequestHeader.Peek", "RequestHeader.Set", "RequestHeader.Del"},
 		hooks: []routeHook{
 			{recv: "Server", name: "Serve", params: "ln net.Listener", text: "__matrix_rt_serving(); "},
 			{recv: "HostClient", name: "do", params: "req *Request, resp *Response", text: fastClient},
@@ -397,15 +399,18 @@ func fastServe(fn, params string) routeRule {
 
 // beginReused returns the statements that begin the dispatch of a request
 // whose bytes its server reuses (fasthttp, hertz) in __matrix_rt_d, while
-// the recording flag is set: traceparent, method and host are expressions
-// of the request's traceparent header, method and host (byte slices),
-// copied only then; tls says whether it came over TLS. servedReused ends
+// the recording flag is set: header(key) is the expression of the
+// request's header traceparent, tracestate or baggage (key, in lower
+// case), and method and host those of its method and host (byte slices),
+// copied only then; tls says whether it came over TLS. The tracestate is
+// read only for a request with a traceparent or baggage. servedReused ends
 // the dispatch with the response's status code (ctx.Response).
-func beginReused(traceparent, method, host, tls string) string {
+func beginReused(header func(key string) string, method, host, tls string) string {
 	return fmt.Sprintf("__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { "+
-		"__matrix_rt_tp := %s; "+
+		"__matrix_rt_tp, __matrix_rt_bg := %s, %s; "+
 		"__matrix_rt_d = __matrix_rt_begin_request(%d, \"http\", __matrix_rt_method(%s), __matrix_rt_host(%s), %s); "+
-		"__matrix_rt_traceparent_bytes(__matrix_rt_d, __matrix_rt_tp) }; ", traceparent, kindHTTP, method, host, tls)
+		"if __matrix_rt_tp != nil || __matrix_rt_bg != nil { __matrix_rt_trace_bytes(__matrix_rt_d, __matrix_rt_tp, %s, __matrix_rt_bg) } }; ",
+		header("traceparent"), header("baggage"), kindHTTP, method, host, tls, header("tracestate"))
 }
 
 // servedReused ends a dispatch begun by beginReused (see there).
@@ -422,7 +427,10 @@ const servedReused = "; if __matrix_rt_d != nil { __matrix_rt_served(__matrix_rt
 // panic ends the program.
 func hertzServe(ctxVar string) routeRule {
 	call := "s.Core.ServeHTTP(" + ctxVar + ", ctx)"
-	begin := beginReused(`ctx.Request.Header.Peek("Traceparent")`, "ctx.Request.Header.Method()", "ctx.Request.Header.Host()", "s.TLS != nil")
+	header := func(key string) string {
+		return fmt.Sprintf("ctx.Request.Header.Peek(%q)", strings.ToUpper(key[:1])+key[1:])
+	}
+	begin := beginReused(header, "ctx.Request.Header.Method()", "ctx.Request.Header.Host()", "s.TLS != nil")
 	return routeRule{
 		needs: []string{"Server.Core", "Option.TLS", "HostClient.Addr", "HostClient.IsTLS"},
 		hooks: []routeHook{
@@ -439,8 +447,10 @@ func hertzServe(ctxVar string) routeRule {
 // its method, the scheme and the host client's address, while the
 // recorder is on, as net/http's client requests are. The method's bytes
 // are read in place: the boundary's text is copied before the call goes
-// on.
-var fastClient = fmt.Sprintf(`if *__matrix_rt_on != 0 && __matrix_rt_bound(%d, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, nil) { defer __matrix_rt_unbound() }; `, abi.BoundHTTP)
+// on. A request without a traceparent of its own carries the dispatch's
+// trace context on, as net/http's do: the headers are set on the
+// program's request for the attempt and removed when it returns.
+var fastClient = fmt.Sprintf(`if *__matrix_rt_on != 0 { if __matrix_rt_ok, __matrix_rt_tp := __matrix_rt_bound_out(%d, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, req.Header.Peek("Traceparent") == nil); __matrix_rt_ok { defer __matrix_rt_unbound(); if __matrix_rt_tp != "" { defer __matrix_rt_unset(&req.Header, __matrix_rt_pass_on(&req.Header, __matrix_rt_tp)) } } }; `, abi.BoundHTTP)
 
 // grpcServer returns a rule of gRPC's: its client hooks, and the server's
 // dispatch of each call in fn (unary and streaming calls alike), or in
@@ -529,7 +539,7 @@ func natsRule(js bool) routeRule {
 	hooks = append(hooks,
 		routeHook{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", before: "mcb(m)",
 			text: fmt.Sprintf(`__matrix_rt_d := __matrix_rt_none(); if *__matrix_rt_on != 0 { __matrix_rt_d = __matrix_rt_call(%d, "nats", %s); `+
-				`if __matrix_rt_d != nil && m.Header != nil { if v := m.Header["traceparent"]; len(v) != 0 { __matrix_rt_traceparent(__matrix_rt_d, v[0]) } else if v := m.Header["Traceparent"]; len(v) != 0 { __matrix_rt_traceparent(__matrix_rt_d, v[0]) } } }; `, kindMessage, subject)},
+				`if __matrix_rt_d != nil && m.Header != nil { __matrix_rt_trace_map(__matrix_rt_d, m.Header) } }; `, kindMessage, subject)},
 		routeHook{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", after: "mcb(m)",
 			text: `; if __matrix_rt_d != nil { __matrix_rt_end(__matrix_rt_d, "") }`})
 	return routeRule{needs: needs, hooks: hooks}

@@ -658,6 +658,12 @@ type RequestHeader struct{ traceparent []byte }
 
 func (h *RequestHeader) peek(key []byte) []byte { return h.traceparent }
 
+func (h *RequestHeader) Peek(key string) []byte { return h.traceparent }
+
+func (h *RequestHeader) Set(key, value string) {}
+
+func (h *RequestHeader) Del(key string) {}
+
 func (h *RequestHeader) Method() []byte { return []byte("GET") }
 
 type Request struct{ Header RequestHeader }
@@ -727,9 +733,9 @@ func TestPatchRoutesFastHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			line := strings.Count(tc.shape[:strings.Index(tc.shape, "s.Handler(ctx)")], "\n") + 1
-			begin := regexp.MustCompile(`(?m)^\t\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_tp := ctx\.Request\.Header\.peek\(__matrix_rt_traceparent_key\); ` +
+			begin := regexp.MustCompile(`(?m)^\t\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_tp, __matrix_rt_bg := ctx\.Request\.Header\.peek\(__matrix_rt_traceparent_key\), ctx\.Request\.Header\.peek\(__matrix_rt_baggage_key\); ` +
 				`__matrix_rt_d = __matrix_rt_begin_request\(1, "http", __matrix_rt_method\(ctx\.Method\(\)\), __matrix_rt_host\(ctx\.Host\(\)\), ctx\.IsTLS\(\)\); ` +
-				`__matrix_rt_traceparent_bytes\(__matrix_rt_d, __matrix_rt_tp\) \}; /\*line [^*]+:` + strconv.Itoa(line) + `:4\*/s\.Handler\(ctx\); ` +
+				`if __matrix_rt_tp != nil \|\| __matrix_rt_bg != nil \{ __matrix_rt_trace_bytes\(__matrix_rt_d, __matrix_rt_tp, ctx\.Request\.Header\.peek\(__matrix_rt_tracestate_key\), __matrix_rt_bg\) \} \}; /\*line [^*]+:` + strconv.Itoa(line) + `:4\*/s\.Handler\(ctx\); ` +
 				`if __matrix_rt_d != nil \{ __matrix_rt_served\(__matrix_rt_d, ctx\.Response\.StatusCode\(\)\) \}/\*line [^*]+:` + strconv.Itoa(line) + `:18\*/$`)
 			if !begin.Match(out) {
 				t.Errorf("the handler's call is not a dispatch:\n%s", out)
@@ -737,7 +743,7 @@ func TestPatchRoutesFastHTTP(t *testing.T) {
 			if !strings.Contains(string(out), "func (s *Server) Serve(ln net.Listener) error {__matrix_rt_serving(); ") {
 				t.Errorf("Serve does not make the service ready:\n%s", out)
 			}
-			const bound = `if *__matrix_rt_on != 0 && __matrix_rt_bound(2, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, nil) { defer __matrix_rt_unbound() }; `
+			const bound = `if *__matrix_rt_on != 0 { if __matrix_rt_ok, __matrix_rt_tp := __matrix_rt_bound_out(2, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, req.Header.Peek("Traceparent") == nil); __matrix_rt_ok { defer __matrix_rt_unbound(); if __matrix_rt_tp != "" { defer __matrix_rt_unset(&req.Header, __matrix_rt_pass_on(&req.Header, __matrix_rt_tp)) } } }; `
 			if !strings.Contains(string(out), "func (c *HostClient) do(req *Request, resp *Response) (bool, error) {"+bound) {
 				t.Errorf("a client's attempt is not a boundary:\n%s", out)
 			}
@@ -849,6 +855,8 @@ type RequestHeader struct{ method, host []byte }
 func (h *RequestHeader) Method() []byte         { return h.method }
 func (h *RequestHeader) Host() []byte           { return h.host }
 func (h *RequestHeader) Peek(key string) []byte { return nil }
+func (h *RequestHeader) Set(key, value string)  {}
+func (h *RequestHeader) Del(key string)         {}
 
 type Request struct{ Header RequestHeader }
 
@@ -1026,14 +1034,14 @@ func TestPatchRoutesHertz(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _ := patchShape(t, pkg, tc.shape, hertzStubs)
 			line := strings.Count(tc.shape[:strings.Index(tc.shape, "s.Core.ServeHTTP(")], "\n") + 1
-			begin := regexp.MustCompile(`(?m)^\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_tp := ctx\.Request\.Header\.Peek\("Traceparent"\); ` +
+			begin := regexp.MustCompile(`(?m)^\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_tp, __matrix_rt_bg := ctx\.Request\.Header\.Peek\("Traceparent"\), ctx\.Request\.Header\.Peek\("Baggage"\); ` +
 				`__matrix_rt_d = __matrix_rt_begin_request\(1, "http", __matrix_rt_method\(ctx\.Request\.Header\.Method\(\)\), __matrix_rt_host\(ctx\.Request\.Header\.Host\(\)\), s\.TLS != nil\); ` +
-				`__matrix_rt_traceparent_bytes\(__matrix_rt_d, __matrix_rt_tp\) \}; /\*line [^*]+:` + strconv.Itoa(line) + `:3\*/s\.Core\.ServeHTTP\(` + tc.ctx + `, ctx\); ` +
+				`if __matrix_rt_tp != nil \|\| __matrix_rt_bg != nil \{ __matrix_rt_trace_bytes\(__matrix_rt_d, __matrix_rt_tp, ctx\.Request\.Header\.Peek\("Tracestate"\), __matrix_rt_bg\) \} \}; /\*line [^*]+:` + strconv.Itoa(line) + `:3\*/s\.Core\.ServeHTTP\(` + tc.ctx + `, ctx\); ` +
 				`if __matrix_rt_d != nil \{ __matrix_rt_served\(__matrix_rt_d, ctx\.Response\.StatusCode\(\)\) \}/\*line [^*]+:` + strconv.Itoa(line) + `:\d+\*/$`)
 			if !begin.MatchString(out) {
 				t.Errorf("the engine's call is not a dispatch:\n%s", out)
 			}
-			const bound = `if *__matrix_rt_on != 0 && __matrix_rt_bound(2, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, nil) { defer __matrix_rt_unbound() }; `
+			const bound = `if *__matrix_rt_on != 0 { if __matrix_rt_ok, __matrix_rt_tp := __matrix_rt_bound_out(2, __matrix_rt_bytes(req.Header.Method()), __matrix_rt_scheme(c.IsTLS), c.Addr, req.Header.Peek("Traceparent") == nil); __matrix_rt_ok { defer __matrix_rt_unbound(); if __matrix_rt_tp != "" { defer __matrix_rt_unset(&req.Header, __matrix_rt_pass_on(&req.Header, __matrix_rt_tp)) } } }; `
 			if !strings.Contains(out, "func (c *HostClient) do(req *protocol.Request, resp *protocol.Response) (bool, error) {"+bound) {
 				t.Errorf("a client's attempt is not a boundary:\n%s", out)
 			}
@@ -1206,14 +1214,13 @@ func (nc *Conn) waitForMsgs(s *Subscription) {
 // TestPatchRoutesNATS: each call of an asynchronous subscription's
 // handler is a dispatch of kind message named "nats", begun where the
 // subscription's goroutine calls it, with the subscription's subject as
-// its scene and the message's traceparent header, and ended after it; the patched package compiles with the
-// declarations file.
+// its scene and the message's trace context headers, and ended after it;
+// the patched package compiles with the declarations file.
 func TestPatchRoutesNATS(t *testing.T) {
 	out, _ := patchShape(t, "github.com/nats-io/nats.go", natsShape, nil)
 	line := strings.Count(natsShape[:strings.Index(natsShape, "mcb(m)")], "\n") + 1
 	want := regexp.MustCompile(`(?m)^\t\t\t__matrix_rt_d := __matrix_rt_none\(\); if \*__matrix_rt_on != 0 \{ __matrix_rt_d = __matrix_rt_call\(6, "nats", s\.Subject\); ` +
-		`if __matrix_rt_d != nil && m\.Header != nil \{ if v := m\.Header\["traceparent"\]; len\(v\) != 0 \{ __matrix_rt_traceparent\(__matrix_rt_d, v\[0\]\) \} ` +
-		`else if v := m\.Header\["Traceparent"\]; len\(v\) != 0 \{ __matrix_rt_traceparent\(__matrix_rt_d, v\[0\]\) \} \} \}; ` +
+		`if __matrix_rt_d != nil && m\.Header != nil \{ __matrix_rt_trace_map\(__matrix_rt_d, m\.Header\) \} \}; ` +
 		`/\*line [^*]+:` + strconv.Itoa(line) + `:4\*/mcb\(m\); if __matrix_rt_d != nil \{ __matrix_rt_end\(__matrix_rt_d, ""\) \}/\*line [^*]+:` + strconv.Itoa(line) + `:10\*/$`)
 	if !want.MatchString(out) {
 		t.Errorf("the handler's call is not a dispatch:\n%s", out)

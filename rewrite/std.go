@@ -95,7 +95,7 @@ var stdHooks = map[string][]stdHook{
 				return beginEnd(kindHTTP, `"http"`)
 			}
 			r := p[2]
-			return fmt.Sprintf("if __matrix_d := __matrix_begin_request(%d, %s, %s.Method, %s.Host, %s.TLS != nil); __matrix_d != nil { __matrix_traceparent(__matrix_d, __matrix_first(%s.Header[\"Traceparent\"])); defer __matrix_end(__matrix_d, \"\") }; ", kindHTTP, `"http"`, r, r, r, r)
+			return fmt.Sprintf("if __matrix_d := __matrix_begin_request(%d, %s, %s.Method, %s.Host, %s.TLS != nil); __matrix_d != nil { __matrix_trace_in(__matrix_d, %s.Header); defer __matrix_end(__matrix_d, \"\") }; ", kindHTTP, `"http"`, r, r, r, r)
 		}},
 		// The status code of the response, when the handler (or the
 		// server for it) writes the header on the dispatch's goroutine;

@@ -336,6 +336,7 @@ type stuck struct {
 	droppedANR  bool // ANR due but dropped: the tick was late
 	name, scene string
 	traceCtx    string         // the request's traceparent, unvalidated
+	traceState  string         // and its tracestate
 	traceID     string         // the dispatch's own trace id, if it made one
 	req         DispatchFields // the HTTP request's fields, if any
 	kind        beat.Kind
@@ -405,7 +406,7 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 			s.anr, s.droppedANR = false, true
 		}
 		s.name, s.scene, s.kind, s.goid, s.id, s.start, s.age = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID(), d.Start(), age
-		s.traceCtx, s.traceID = d.TraceParent(), d.TraceID()
+		s.traceCtx, s.traceState, s.traceID = d.TraceParent(), d.TraceState(), d.TraceID()
 		s.req = requestOf(d)
 		if s.anr {
 			s.recorded = d.Recorded()
@@ -479,6 +480,7 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 					Goroutines:  goroutines,
 				},
 				TraceParent: validTraceParent(s.traceCtx),
+				TraceState:  reportTraceState(s.traceCtx, s.traceState),
 				TraceID:     s.traceID,
 			}
 			if block == "" {

@@ -276,6 +276,7 @@ type evilJob struct {
 	name     string
 	scene    string
 	traceCtx string         // the request's traceparent, unvalidated
+	state    string         // and its tracestate
 	traceID  string         // the dispatch's own trace id, if it made one
 	req      DispatchFields // the HTTP request's fields, if any
 	kind     beat.Kind
@@ -314,7 +315,7 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict)
 	j.recs = d.Records(j.recs[:0])
 	j.recorded = d.Recorded()
 	j.name, j.scene, j.kind, j.goid, j.id = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID()
-	j.traceCtx, j.traceID = d.TraceParent(), d.TraceID()
+	j.traceCtx, j.state, j.traceID = d.TraceParent(), d.TraceState(), d.TraceID()
 	j.req = requestOf(d)
 	j.cost, j.endMs, j.end = cost, d.EndMs(), d.Start().Add(cost)
 	select {
@@ -367,6 +368,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		Scene:       scene,
 		Dispatch:    DispatchFields{Name: j.name, Kind: j.kind.String(), ThreadID: j.goid, Goroutine: j.goid, ID: j.id}.withRequest(j.req, j.end.Add(-j.cost)),
 		TraceParent: validTraceParent(j.traceCtx),
+		TraceState:  reportTraceState(j.traceCtx, j.state),
 		TraceID:     j.traceID,
 		Why:         j.why,
 		HeldBack:    j.heldBack,

@@ -55,6 +55,9 @@ type EvilReport struct {
 	// TraceParent is the W3C traceparent of the request, when it had a
 	// valid one.
 	TraceParent string `json:"traceparent,omitempty"`
+	// TraceState is the W3C tracestate of the request, with its valid
+	// traceparent: what the caller's tracing systems keep with its trace.
+	TraceState string `json:"tracestate,omitempty"`
 	// TraceID is the id of the trace the dispatch's spans are in, in 32
 	// hex digits, when its request brought no traceparent: the dispatch
 	// made it (beat.Dispatch.TraceID), and passed it on to the services

@@ -1,6 +1,10 @@
 package tracer
 
-import "github.com/matrixgo/matrix/internal/tracecontext"
+import (
+	"strings"
+
+	"github.com/matrixgo/matrix/internal/tracecontext"
+)
 
 // KeyTraceParent is the content key of the W3C trace context (traceparent
 // header) of the request a dispatch served. A report carries it only when
@@ -32,4 +36,25 @@ func validTraceParent(tp string) string {
 		return tp
 	}
 	return ""
+}
+
+// maxTraceState is how much of a tracestate a report keeps: the length
+// the W3C recommendation asks every participant to pass on at least.
+const maxTraceState = 512
+
+// reportTraceState returns the tracestate a report keeps: state when tp is
+// a valid traceparent (a tracestate belongs to its traceparent), without
+// the list members past maxTraceState bytes; else "".
+func reportTraceState(tp, state string) string {
+	if state == "" || validTraceParent(tp) == "" {
+		return ""
+	}
+	for len(state) > maxTraceState {
+		i := strings.LastIndexByte(state, ',')
+		if i < 0 {
+			return ""
+		}
+		state = state[:i]
+	}
+	return strings.TrimSpace(state)
 }

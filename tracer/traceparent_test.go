@@ -1,6 +1,9 @@
 package tracer
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseTraceParent(t *testing.T) {
 	const good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -35,6 +38,23 @@ func TestParseTraceParent(t *testing.T) {
 		}
 		if validTraceParent(bad) != "" {
 			t.Errorf("validTraceParent(%q) kept it", bad)
+		}
+	}
+}
+
+func TestReportTraceState(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	long := strings.Repeat("a", 300) + "=1," + strings.Repeat("b", 200) + "=2," + strings.Repeat("c", 100) + "=3"
+	for _, c := range []struct{ tp, state, want string }{
+		{tp, "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"},
+		{tp, "", ""},
+		{"00-zz-00f067aa0ba902b7-01", "congo=t61rcWkgMzE", ""}, // its traceparent is invalid
+		{"", "congo=t61rcWkgMzE", ""},
+		{tp, long, strings.Repeat("a", 300) + "=1," + strings.Repeat("b", 200) + "=2"}, // members past 512 bytes left out
+		{tp, strings.Repeat("x", 600), ""},
+	} {
+		if got := reportTraceState(c.tp, c.state); got != c.want {
+			t.Errorf("reportTraceState(%q, %.40q) = %.40q, want %.40q", c.tp, c.state, got, c.want)
 		}
 	}
 }

@@ -30,6 +30,15 @@ func __matrix_rt_bound(kind int, a, b, c string, v interface{}) bool
 //go:linkname __matrix_rt_unbound runtime.matrixUnbound
 func __matrix_rt_unbound()
 
+//go:linkname __matrix_rt_bound_out runtime.matrixBoundOut
+func __matrix_rt_bound_out(kind int, a, b, c string, v interface{}) (bool, string)
+
+//go:linkname __matrix_rt_trace_state runtime.matrixTraceState
+func __matrix_rt_trace_state() (string, string)
+
+//go:linkname __matrix_rt_trace_context runtime.matrixDispatchTraceContext
+func __matrix_rt_trace_context(d __matrix_rt_unsafe.Pointer, tp, state, baggage string)
+
 //go:linkname __matrix_rt_current runtime.matrixCurrent
 func __matrix_rt_current() __matrix_rt_unsafe.Pointer
 
@@ -191,15 +200,87 @@ func __matrix_rt_scheme(tls bool) string {
 	return "http"
 }
 
-// __matrix_rt_traceparent_key is the canonical key of the W3C trace
-// context header.
-var __matrix_rt_traceparent_key = []byte("Traceparent")
+// The canonical keys of the W3C trace context and baggage headers.
+var (
+	__matrix_rt_traceparent_key = []byte("Traceparent")
+	__matrix_rt_tracestate_key  = []byte("Tracestate")
+	__matrix_rt_baggage_key     = []byte("Baggage")
+)
 
-// __matrix_rt_traceparent_bytes gives the request's W3C traceparent
-// header, if it has one, to its dispatch d.
-func __matrix_rt_traceparent_bytes(d __matrix_rt_unsafe.Pointer, tp []byte) {
-	if d != nil && len(tp) != 0 {
-		__matrix_rt_traceparent(d, string(tp))
+// __matrix_rt_trace_bytes gives the request's W3C trace context headers
+// (traceparent, tracestate, baggage), copied, to its dispatch d.
+func __matrix_rt_trace_bytes(d __matrix_rt_unsafe.Pointer, tp, state, baggage []byte) {
+	if d != nil && (len(tp) != 0 || len(baggage) != 0) {
+		__matrix_rt_trace_context(d, string(tp), string(state), string(baggage))
+	}
+}
+
+// __matrix_rt_trace_map gives the W3C trace context headers of a message
+// (traceparent, tracestate, baggage) to its dispatch d. Header keys are
+// case-sensitive (NATS's): each is looked up as OpenTelemetry's propagator
+// writes it, in lower case, then in canonical form.
+func __matrix_rt_trace_map(d __matrix_rt_unsafe.Pointer, h map[string][]string) {
+	tp, baggage := __matrix_rt_map_value(h, "traceparent", "Traceparent"), __matrix_rt_map_value(h, "baggage", "Baggage")
+	if tp != "" || baggage != "" {
+		__matrix_rt_trace_context(d, tp, __matrix_rt_map_value(h, "tracestate", "Tracestate"), baggage)
+	}
+}
+
+// __matrix_rt_map_value returns the value of header key (or of its
+// canonical form canon), its lines joined by commas.
+func __matrix_rt_map_value(h map[string][]string, key, canon string) string {
+	v := h[key]
+	if len(v) == 0 {
+		v = h[canon]
+	}
+	switch len(v) {
+	case 0:
+		return ""
+	case 1:
+		return v[0]
+	}
+	s := v[0]
+	for _, x := range v[1:] {
+		s += "," + x
+	}
+	return s
+}
+
+// __matrix_rt_header is a client request's header that a call passes the
+// trace context on in (fasthttp's and hertz's RequestHeader).
+type __matrix_rt_header interface {
+	Peek(key string) []byte
+	Set(key, value string)
+	Del(key string)
+}
+
+// __matrix_rt_pass_on sets the traceparent tp on the header h of a
+// request the client sends, with the tracestate and baggage of the
+// dispatch's request unless h has its own, and returns what it set, for
+// __matrix_rt_unset once the call returns: the program's request is left
+// as it made it.
+func __matrix_rt_pass_on(h __matrix_rt_header, tp string) (set uint8) {
+	h.Set("Traceparent", tp)
+	state, baggage := __matrix_rt_trace_state()
+	if state != "" && h.Peek("Tracestate") == nil {
+		h.Set("Tracestate", state)
+		set |= 1
+	}
+	if baggage != "" && h.Peek("Baggage") == nil {
+		h.Set("Baggage", baggage)
+		set |= 2
+	}
+	return set
+}
+
+// __matrix_rt_unset removes what __matrix_rt_pass_on set.
+func __matrix_rt_unset(h __matrix_rt_header, set uint8) {
+	h.Del("Traceparent")
+	if set&1 != 0 {
+		h.Del("Tracestate")
+	}
+	if set&2 != 0 {
+		h.Del("Baggage")
 	}
 }
 

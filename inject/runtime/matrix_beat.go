@@ -883,19 +883,47 @@ func matrixServing() {
 	}
 }
 
-// The trace context (W3C traceparent header) of the request a patched
-// net/http server began a dispatch for reaches the dispatch through this
-// hook; beat installs it when it starts.
-var matrixTraceParentHook func(d unsafe.Pointer, tp string)
+// The trace context (W3C traceparent, tracestate and baggage headers) of
+// the request a patched server began a dispatch for reaches the dispatch
+// through matrixTraceParentHook, and what a client call sends with the
+// traceparent matrixBoundOut returned comes from matrixTraceStateHook;
+// beat installs both when it starts.
+var (
+	matrixTraceParentHook func(d unsafe.Pointer, tp, state, baggage string)
+	matrixTraceStateHook  func() (state, baggage string)
+)
 
 //go:linkname matrixSetTraceParentHook
-func matrixSetTraceParentHook(f func(d unsafe.Pointer, tp string)) { matrixTraceParentHook = f }
+func matrixSetTraceParentHook(in func(d unsafe.Pointer, tp, state, baggage string), out func() (state, baggage string)) {
+	matrixTraceParentHook, matrixTraceStateHook = in, out
+}
 
 //go:linkname matrixDispatchTraceParent
 func matrixDispatchTraceParent(d unsafe.Pointer, tp string) {
 	if h := matrixTraceParentHook; h != nil && d != nil && tp != "" {
-		h(d, tp)
+		h(d, tp, "", "")
 	}
+}
+
+// matrixDispatchTraceContext is matrixDispatchTraceParent with the
+// request's tracestate and baggage.
+//
+//go:linkname matrixDispatchTraceContext
+func matrixDispatchTraceContext(d unsafe.Pointer, tp, state, baggage string) {
+	if h := matrixTraceParentHook; h != nil && d != nil && (tp != "" || state != "" || baggage != "") {
+		h(d, tp, state, baggage)
+	}
+}
+
+// matrixTraceState returns the tracestate and baggage a client call of the
+// current goroutine sends with the traceparent matrixBoundOut returned.
+//
+//go:linkname matrixTraceState
+func matrixTraceState() (state, baggage string) {
+	if h := matrixTraceStateHook; h != nil {
+		return h()
+	}
+	return "", ""
 }
 
 // A patched net/http server begins a request's dispatch with the request's

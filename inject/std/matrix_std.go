@@ -29,18 +29,6 @@ func __matrix_scene(scene string)
 //go:linkname __matrix_serving runtime.matrixServing
 func __matrix_serving()
 
-//go:linkname __matrix_traceparent runtime.matrixDispatchTraceParent
-func __matrix_traceparent(d __matrix_unsafe.Pointer, tp string)
-
-// __matrix_first returns the first of a header's values, or "": what
-// Header.Get returns for a key already in canonical form.
-func __matrix_first(v []string) string {
-	if len(v) == 0 {
-		return ""
-	}
-	return v[0]
-}
-
 //go:linkname __matrix_begin_request runtime.matrixDispatchBeginRequest
 func __matrix_begin_request(kind int, name, method, host string, tls bool) __matrix_unsafe.Pointer
 

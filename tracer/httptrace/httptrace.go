@@ -8,6 +8,7 @@ package httptrace
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/matrixgo/matrix/beat"
 )
@@ -28,9 +29,10 @@ const TraceParentHeader = "Traceparent"
 // A request already inside a dispatch (nested middleware, or the automatic
 // net/http hook of an instrumented standard library) joins it.
 //
-// The request's W3C trace context (its traceparent header) is handed to the
-// dispatch (Dispatch.SetTraceParent), so that reports exported over OTLP
-// join the caller's trace, and so are its method, host and scheme
+// The request's W3C trace context (its traceparent, tracestate and baggage
+// headers) is handed to the dispatch (Dispatch.SetTraceContext), so that
+// reports exported over OTLP join the caller's trace and the dispatch's
+// client calls carry it on, and so are its method, host and scheme
 // (Dispatch.SetRequest), never its path or query.
 //
 // Routers that set the pattern on a request of their own (chi's copy, or a
@@ -46,7 +48,7 @@ func Middleware(next http.Handler) http.Handler {
 			// Inside a dispatch already (the patched net/http server
 			// began one for this request): join it, naming its scene.
 			if d.TraceParent() == "" {
-				d.SetTraceParent(r.Header.Get(TraceParentHeader))
+				setTraceContext(d, r)
 			}
 			setRequest(d, r)
 			before := d.Scene()
@@ -59,14 +61,20 @@ func Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if d.TraceParent() == "" {
-			d.SetTraceParent(r.Header.Get(TraceParentHeader))
-		}
+		setTraceContext(d, r)
 		setRequest(d, r)
 		before := d.Scene()
 		defer end(d, r, before)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setTraceContext hands the W3C trace context headers of r to d; the lines
+// of tracestate and baggage are joined as one list each.
+func setTraceContext(d *beat.Dispatch, r *http.Request) {
+	d.SetTraceContext(r.Header.Get(TraceParentHeader),
+		strings.Join(r.Header.Values("Tracestate"), ","),
+		strings.Join(r.Header.Values("Baggage"), ","))
 }
 
 // setRequest hands the request's method, host and scheme to the dispatch,

@@ -121,6 +121,7 @@ func slowReport() *Report {
 		Tag: tracer.TagEvilMethod, ID: "5b1f0c1e-8d57-4b4e-9d8f-3f7f0a4f5e21", Time: "2026-01-02T03:04:05.5Z",
 		Process: "shop", PID: 42, Detail: "NORMAL", Cost: 900, StackKey: "7|", Scene: "GET /slow", Name: "http", Kind: "http",
 		TraceParent: "00-" + callerTrace + "-" + callerSpan + "-01",
+		TraceState:  "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
 		Frames: []Frame{
 			{Depth: 0, ID: dispatchID, Count: 1, Cost: 900, Func: "DISPATCH", Start: i64(0)},
 			{Depth: 1, ID: 5, Count: 1, Cost: 880, Func: "example.com/shop.handler", File: "/src/shop/main.go", Line: 10, Start: i64(10)},
@@ -185,6 +186,9 @@ func TestSpansFromReport(t *testing.T) {
 	for _, s := range spans {
 		if hex.EncodeToString(s.TraceId) != callerTrace {
 			t.Errorf("span %q in trace %x, want the caller's %s", s.Name, s.TraceId, callerTrace)
+		}
+		if s.TraceState != "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7" {
+			t.Errorf("span %q has tracestate %q, want the caller's", s.Name, s.TraceState)
 		}
 	}
 	if hex.EncodeToString(root.ParentSpanId) != callerSpan {
@@ -280,6 +284,11 @@ func TestSpansWithoutStartsOrTraceParent(t *testing.T) {
 	root := m["GET /slow"]
 	if len(root.ParentSpanId) != 0 {
 		t.Errorf("root has parent %x without a valid traceparent", root.ParentSpanId)
+	}
+	for _, s := range spans {
+		if s.TraceState != "" {
+			t.Errorf("span %q has tracestate %q without a valid traceparent", s.Name, s.TraceState)
+		}
 	}
 	if hex.EncodeToString(root.TraceId) == strings.Repeat("0", 32) || len(root.TraceId) != 16 {
 		t.Errorf("trace id %x", root.TraceId)

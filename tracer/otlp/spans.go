@@ -59,6 +59,7 @@ type Report struct {
 	CPU         *int64  `json:"cpu"`
 	Usage       string  `json:"usage"`
 	TraceParent string  `json:"traceparent"`
+	TraceState  string  `json:"tracestate"`
 	TraceID     string  `json:"trace_id"`
 	Frames      []Frame `json:"frames"`
 
@@ -119,9 +120,11 @@ type Span struct {
 	SpanID       [8]byte
 	ParentSpanID [8]byte
 	HasParent    bool
-	Name         string
-	Kind         int32 // SpanKindInternal, SpanKindServer, SpanKindClient, SpanKindConsumer
-	Flags        uint32
+	// TraceState is the W3C tracestate of the trace, the caller's.
+	TraceState string
+	Name       string
+	Kind       int32 // SpanKindInternal, SpanKindServer, SpanKindClient, SpanKindConsumer
+	Flags      uint32
 	// Start and End are in ns since the Unix epoch.
 	Start, End uint64
 	Attributes []KeyValue
@@ -270,8 +273,9 @@ func Spans(r *Report) ([]Span, error) {
 	local := uint32(FlagHasIsRemote) | 1
 	flags := local
 	hasParent := false
+	state := "" // the caller's tracestate, which every span of its trace keeps
 	if tc, ok := tracer.ParseTraceParent(r.TraceParent); ok {
-		traceID, parent, hasParent = tc.TraceID, tc.SpanID, true
+		traceID, parent, hasParent, state = tc.TraceID, tc.SpanID, true, r.TraceState
 		local = FlagHasIsRemote | uint32(tc.Flags)
 		flags = local | FlagIsRemote
 	} else if id, ok := tracecontext.ParseTraceID(r.TraceID); ok {
@@ -307,6 +311,7 @@ func Spans(r *Report) ([]Span, error) {
 		SpanID:       rootID,
 		ParentSpanID: parent,
 		HasParent:    hasParent,
+		TraceState:   state,
 		Flags:        flags,
 		Kind:         SpanKindInternal,
 		Start:        unixNano(rootStart),
@@ -430,6 +435,7 @@ func Spans(r *Report) ([]Span, error) {
 			SpanID:       spanID(seed, i),
 			ParentSpanID: p.id,
 			HasParent:    true,
+			TraceState:   state,
 			Flags:        local,
 			Name:         frameName(f),
 			Kind:         SpanKindInternal,

@@ -34,6 +34,7 @@ const (
 
 	fieldSpanTraceID      = 1
 	fieldSpanSpanID       = 2
+	fieldSpanTraceState   = 3
 	fieldSpanParentSpanID = 4
 	fieldSpanName         = 5
 	fieldSpanKind         = 6
@@ -140,6 +141,9 @@ func (r *ResourceSpans) append(b []byte) []byte {
 func (s *Span) append(b []byte) []byte {
 	b = appendBytes(b, fieldSpanTraceID, s.TraceID[:])
 	b = appendBytes(b, fieldSpanSpanID, s.SpanID[:])
+	if s.TraceState != "" {
+		b = appendString(b, fieldSpanTraceState, s.TraceState)
+	}
 	if s.HasParent {
 		b = appendBytes(b, fieldSpanParentSpanID, s.ParentSpanID[:])
 	}

@@ -31,6 +31,7 @@ func TestFieldNumbers(t *testing.T) {
 		{&commonpb.InstrumentationScope{}, "name", fieldScopeName},
 		{&commonpb.InstrumentationScope{}, "version", fieldScopeVersion},
 		{&tracepb.Span{}, "trace_id", fieldSpanTraceID},
+		{&tracepb.Span{}, "trace_state", fieldSpanTraceState},
 		{&tracepb.Span{}, "span_id", fieldSpanSpanID},
 		{&tracepb.Span{}, "parent_span_id", fieldSpanParentSpanID},
 		{&tracepb.Span{}, "name", fieldSpanName},
@@ -78,7 +79,7 @@ func TestEncodeMatchesOfficialTypes(t *testing.T) {
 	long := strings.Repeat("x", 300)
 	sp := Span{
 		TraceID: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, SpanID: [8]byte{9, 9, 9, 9, 9, 9, 9, 9},
-		ParentSpanID: [8]byte{7, 7, 7, 7, 7, 7, 7, 7}, HasParent: true, Name: long, Kind: SpanKindInternal,
+		ParentSpanID: [8]byte{7, 7, 7, 7, 7, 7, 7, 7}, HasParent: true, TraceState: "congo=t61rcWkgMzE", Name: long, Kind: SpanKindInternal,
 		Flags: FlagHasIsRemote | FlagIsRemote | 1, Start: 1 << 60, End: 1<<60 + 5,
 		Attributes: []KeyValue{{"s", String("v")}, {"empty", String("")}, {"i", Int(-42)}, {"b", Bool(true)}, {"f", Bool(false)}, {"d", Double(2.5)}, {"long", String(long)}},
 	}
@@ -101,7 +102,7 @@ func TestEncodeMatchesOfficialTypes(t *testing.T) {
 				Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: "v1"},
 				Spans: []*tracepb.Span{
 					{
-						TraceId: sp.TraceID[:], SpanId: sp.SpanID[:], ParentSpanId: sp.ParentSpanID[:], Name: long,
+						TraceId: sp.TraceID[:], SpanId: sp.SpanID[:], TraceState: sp.TraceState, ParentSpanId: sp.ParentSpanID[:], Name: long,
 						Kind: tracepb.Span_SPAN_KIND_INTERNAL, Flags: sp.Flags, StartTimeUnixNano: sp.Start, EndTimeUnixNano: sp.End,
 						Attributes: []*commonpb.KeyValue{
 							{Key: "s", Value: sv("v")},
