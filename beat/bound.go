@@ -25,8 +25,10 @@ type boundBuf = [abi.ExtBoundWords * 8]byte
 //     system and the statement normalised (sqlnorm).
 //   - BoundHTTP: a, b and c are the request's method, scheme and host.
 //   - BoundRPC: a is the full method, b the target.
+//   - BoundPublish: a is the messaging system, b the server's host.
 //
-// For a client call (BoundHTTP, BoundRPC), v is true when the call may
+// For a client call or a published message (BoundHTTP, BoundRPC,
+// BoundPublish), v is true when the call may
 // carry the dispatch's trace context on (it has no traceparent of its
 // own). Unless the recorder was started with Config.NoPropagation, the
 // call then gets a span id of its own, which ends the text, and out is
@@ -52,6 +54,10 @@ func hookBound(kind int, a, b, c string, v any, buf *boundBuf) (n int, out strin
 		text = appendAttr(text, a)
 		text = append(text, abi.BoundSep)
 		text, out = appendLast(text, len(buf), rpcHost(b), passOn(v))
+	case abi.BoundPublish:
+		text = appendAttr(text, a)
+		text = append(text, abi.BoundSep)
+		text, out = appendLast(text, len(buf), b, passOn(v))
 	default:
 		return 0, ""
 	}

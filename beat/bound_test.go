@@ -26,6 +26,8 @@ func TestHookBound(t *testing.T) {
 		{abi.BoundRPC, "/shop.Orders/Get", "passthrough:///127.0.0.1:5?x=1", "", nil, "/shop.Orders/Get\t127.0.0.1:5"},
 		{abi.BoundRPC, "/a.B/C", "localhost:50051", "", nil, "/a.B/C\tlocalhost:50051"},
 		{abi.BoundRPC, "/a.B/C", "localhost:50051", "", true, "/a.B/C\tlocalhost:50051"}, // no dispatch
+		{abi.BoundPublish, "nats", "127.0.0.1:4222", "", nil, "nats\t127.0.0.1:4222"},
+		{abi.BoundPublish, "nats", "nats.internal:4222", "", true, "nats\tnats.internal:4222"}, // no dispatch
 		{99, "x", "", "", nil, ""},
 	} {
 		var buf boundBuf

@@ -159,7 +159,8 @@ func cmdOTLPTrace(ts *testscript.TestScript, neg bool, args []string) {
 // Checks that N of the SERVER spans named NAME the receiver got (those of
 // a called service) are children of a CLIENT span it got, in the same
 // trace (the call that passed its trace context on), each in a trace of
-// its own; spans named NAME without a parent are not counted.
+// its own; spans named NAME without a parent are not counted. CONSUMER
+// spans (a message's) are children of a PRODUCER span (its publish).
 func cmdOTLPCalled(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: otlpcalled NAME N")
@@ -177,15 +178,21 @@ func cmdOTLPCalled(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	traces := map[string]bool{}
 	for _, s := range spans {
-		if s.Name != args[0] || s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		caller := tracepb.Span_SPAN_KIND_CLIENT
+		switch {
+		case s.Name != args[0]:
+			continue
+		case s.Kind == tracepb.Span_SPAN_KIND_CONSUMER:
+			caller = tracepb.Span_SPAN_KIND_PRODUCER
+		case s.Kind != tracepb.Span_SPAN_KIND_SERVER:
 			continue // a gRPC call's CLIENT span has the name of its SERVER span
 		}
 		if len(s.ParentSpanId) == 0 {
 			continue
 		}
 		p, ok := byID[string(s.TraceId)+string(s.ParentSpanId)]
-		if !ok || p.Kind != tracepb.Span_SPAN_KIND_CLIENT {
-			ts.Fatalf("span %q (trace %x, parent %x) has no CLIENT parent:\n%s", s.Name, s.TraceId, s.ParentSpanId, otlptest.Dump(spans))
+		if !ok || p.Kind != caller {
+			ts.Fatalf("span %q (trace %x, parent %x) has no %s parent:\n%s", s.Name, s.TraceId, s.ParentSpanId, caller, otlptest.Dump(spans))
 		}
 		traces[string(s.TraceId)] = true
 	}

@@ -316,8 +316,15 @@ var routeRules = map[string][]routeRule{
 	// JetStream push subscription receives on a delivery subject (an inbox
 	// for an ephemeral consumer): its scene is the subject the program
 	// subscribed to. Releases before JetStream (no jsi) get the rule
-	// without it.
-	"github.com/nats-io/nats.go": {natsRule(true), natsRule(false)},
+	// without it. Each message the connection publishes (Publish,
+	// PublishMsg, a request, JetStream's publish) is a boundary, which
+	// passes the dispatch's trace context on in the message's headers
+	// (natsPublish); releases whose publish is shaped otherwise get the
+	// rule without it.
+	"github.com/nats-io/nats.go": {
+		natsRule(true, &natsPublishV149), natsRule(true, &natsPublishV148), natsRule(true, &natsPublishV111),
+		natsRule(true, nil), natsRule(false, nil),
+	},
 	// NATS JetStream (the jetstream package): a pull consumer's Consume
 	// receives on an inbox of its own through an asynchronous subscription
 	// (above); the handler it is given is wrapped so that each message is
@@ -523,10 +530,50 @@ var rpcClient = fmt.Sprintf(`if *__matrix_rt_on != 0 { if __matrix_rt_ctx, __mat
 // is not hooked: programs do not reach it.)
 var rpcStream = fmt.Sprintf(`if *__matrix_rt_on != 0 && cs.desc != unaryStreamDesc && __matrix_rt_bound(%d, cs.callHdr.Method, cs.cc.Target(), "", nil) { defer __matrix_rt_unbound() }`, abi.BoundRPC)
 
+// natsPublisher is the shape of a nats.go release's Conn.publish: its
+// parameters, the expression of the connected server's URL (a *url.URL,
+// read under the connection's lock) and the members they and the server's
+// information (Conn.info) use.
+type natsPublisher struct {
+	params, url string
+	needs       []string
+}
+
+// The shapes of Conn.publish: since v1.49 (validateReply, Server,
+// ServerInfo), in v1.48 (validateReply, srv, serverInfo), and from v1.11,
+// where headers came, to v1.47.
+var (
+	natsPublishV149 = natsPublisher{"subj, reply string, validateReply bool, hdr, data []byte", "nc.current.URL",
+		[]string{"Server.URL", "ServerInfo.Headers", "ServerInfo.MaxPayload"}}
+	natsPublishV148 = natsPublisher{"subj, reply string, validateReply bool, hdr, data []byte", "nc.current.url",
+		[]string{"srv.url", "serverInfo.Headers", "serverInfo.MaxPayload"}}
+	natsPublishV111 = natsPublisher{"subj, reply string, hdr, data []byte", "nc.current.url",
+		[]string{"srv.url", "serverInfo.Headers", "serverInfo.MaxPayload"}}
+)
+
+// natsPublish is the hook of a message the connection publishes, where
+// publish holds the connection's lock, once it has refused headers to a
+// server without them: a boundary of kind abi.BoundPublish (the system
+// and the connected server's host, %[2]s its URL) that, when the server
+// takes headers, the subject is not a system one and the message has no
+// traceparent of its own (__matrix_rt_nats_pass), sends it with one, the
+// dispatch's trace context with the boundary's span id
+// (__matrix_rt_nats_header: new header bytes, within the server's
+// maximum payload).
+const natsPublish = `if *__matrix_rt_on != 0 { __matrix_rt_host := ""; if nc.current != nil && %[2]s != nil { __matrix_rt_host = %[2]s.Host }; ` +
+	`if __matrix_rt_ok, __matrix_rt_tp := __matrix_rt_bound_out(%[1]d, "nats", __matrix_rt_host, "", __matrix_rt_nats_pass(nc.info.Headers, subj, hdr)); __matrix_rt_ok { ` +
+	`defer __matrix_rt_unbound(); if __matrix_rt_tp != "" { hdr = __matrix_rt_nats_header(hdr, __matrix_rt_tp, len(data), nc.info.MaxPayload) } } }; `
+
+// natsPublishAt is the statement of Conn.publish before which natsPublish
+// goes.
+const natsPublishAt = "if nc.isClosed() {\n\tnc.mu.Unlock()\n\treturn ErrConnectionClosed\n}"
+
 // natsRule is the rule of nats.go's subscriptions, with the subject of a
 // JetStream push subscription (js: read where the loop holds the
-// subscription's lock, which guards it) or without.
-func natsRule(js bool) routeRule {
+// subscription's lock, which guards it) or without, and the boundary of
+// each message the connection publishes, in a release whose publish pub
+// describes (nil: none).
+func natsRule(js bool, pub *natsPublisher) routeRule {
 	needs := []string{"Subscription.Subject", "Subscription.mcb", "Msg.Header"}
 	subject := "s.Subject"
 	var hooks []routeHook
@@ -542,6 +589,12 @@ func natsRule(js bool) routeRule {
 				`if __matrix_rt_d != nil && m.Header != nil { __matrix_rt_trace_map(__matrix_rt_d, m.Header) } }; `, kindMessage, subject)},
 		routeHook{recv: "Conn", name: "waitForMsgs", params: "s *Subscription", after: "mcb(m)",
 			text: `; if __matrix_rt_d != nil { __matrix_rt_end(__matrix_rt_d, "") }`})
+	if pub != nil {
+		needs = append(needs, "Conn.current", "Conn.info")
+		needs = append(needs, pub.needs...)
+		hooks = append(hooks, routeHook{recv: "Conn", name: "publish", params: pub.params, before: natsPublishAt,
+			text: fmt.Sprintf(natsPublish, abi.BoundPublish, pub.url)})
+	}
 	return routeRule{needs: needs, hooks: hooks}
 }
 
@@ -553,7 +606,7 @@ func RouteHooksMissing(pkg string) string {
 	case "github.com/valyala/fasthttp", "github.com/cloudwego/hertz/pkg/protocol/http1":
 		return "its server's requests are not dispatches, and its client's are not boundaries"
 	case "github.com/nats-io/nats.go":
-		return "its subscriptions' messages are not dispatches"
+		return "its subscriptions' messages are not dispatches, and the messages it publishes are not boundaries"
 	case "github.com/nats-io/nats.go/jetstream":
 		return "its pull consumers' messages are named after the inbox they arrive on"
 	case "google.golang.org/grpc":

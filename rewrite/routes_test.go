@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -1247,6 +1248,84 @@ func TestPatchRoutesNATSJetStream(t *testing.T) {
 		if !strings.Contains(out, s) {
 			t.Errorf("patched file has no %q:\n%s", s, out)
 		}
+	}
+}
+
+// natsPublishShape is natsJSShape with the connection's publish as
+// releases since v1.49 shape it.
+var natsPublishShape = strings.NewReplacer("type Conn struct{}", `type Server struct{ URL *url.URL }
+
+type ServerInfo struct {
+	Headers    bool
+	MaxPayload int64
+}
+
+type Conn struct {
+	mu      sync.Mutex
+	current *Server
+	info    ServerInfo
+	closed  bool
+}
+
+var (
+	ErrHeadersNotSupported = errors.New("nats: headers not supported by this server")
+	ErrConnectionClosed    = errors.New("nats: connection closed")
+)
+
+func (nc *Conn) isClosed() bool { return nc.closed }
+
+func (nc *Conn) publish(subj, reply string, validateReply bool, hdr, data []byte) error {
+	nc.mu.Lock()
+	if len(hdr) > 0 && !nc.info.Headers {
+		nc.mu.Unlock()
+		return ErrHeadersNotSupported
+	}
+	if nc.isClosed() {
+		nc.mu.Unlock()
+		return ErrConnectionClosed
+	}
+	nc.mu.Unlock()
+	return nil
+}`, `import "sync"`, "import (\n\t\"errors\"\n\t\"net/url\"\n\t\"sync\"\n)").Replace(natsJSShape)
+
+// TestPatchRoutesNATSPublish: each message a connection publishes is a
+// boundary of kind publish, begun where publish holds the connection's
+// lock, that passes the dispatch's trace context on in the message's
+// headers when the server takes them, in each shape of publish; a release
+// whose publish is shaped otherwise keeps its subscriptions' dispatches.
+// The patched package type-checks.
+func TestPatchRoutesNATSPublish(t *testing.T) {
+	const hook = "if *__matrix_rt_on != 0 { __matrix_rt_host := \"\"; if nc.current != nil && nc.current.%[1]s != nil { __matrix_rt_host = nc.current.%[1]s.Host }; " +
+		"if __matrix_rt_ok, __matrix_rt_tp := __matrix_rt_bound_out(4, \"nats\", __matrix_rt_host, \"\", __matrix_rt_nats_pass(nc.info.Headers, subj, hdr)); __matrix_rt_ok { " +
+		"defer __matrix_rt_unbound(); if __matrix_rt_tp != \"\" { hdr = __matrix_rt_nats_header(hdr, __matrix_rt_tp, len(data), nc.info.MaxPayload) } } }; "
+	v148 := strings.NewReplacer("type Server struct{ URL *url.URL }", "type srv struct{ url *url.URL }", "current *Server", "current *srv",
+		"ServerInfo", "serverInfo").Replace(natsPublishShape)
+	v111 := strings.Replace(v148, "reply string, validateReply bool, hdr", "reply string, hdr", 1)
+	other := strings.Replace(natsPublishShape, "if nc.isClosed() {", "if nc.closed {", 1)
+	for _, tc := range []struct {
+		name, shape, url string
+	}{
+		{"v1.49", natsPublishShape, "URL"},
+		{"v1.48", v148, "url"},
+		{"v1.11", v111, "url"},
+		{"other", other, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _ := patchShape(t, "github.com/nats-io/nats.go", tc.shape, nil)
+			if !strings.Contains(out, "mcb(m); if __matrix_rt_d != nil { __matrix_rt_end(__matrix_rt_d, \"\") }") {
+				t.Errorf("the handler's call is not a dispatch:\n%s", out)
+			}
+			want := ""
+			if tc.url != "" {
+				want = fmt.Sprintf(hook, tc.url)
+			}
+			if got := strings.Contains(out, "__matrix_rt_bound_out(4"); got != (want != "") {
+				t.Errorf("publish is a boundary: %v, want %v:\n%s", got, want != "", out)
+			}
+			if want != "" && !regexp.MustCompile(`(?m)^\t`+regexp.QuoteMeta(want)+`/\*line [^*]+:\d+:2\*/if nc\.isClosed\(\) \{$`).MatchString(out) {
+				t.Errorf("publish has no %q before its closed connection's check:\n%s", want, out)
+			}
+		})
 	}
 }
 

@@ -29,6 +29,8 @@ func TestBoundFrame(t *testing.T) {
 			Frame{Kind: FrameHTTP, Func: "http GET https://api.example.com:8443", Bound: &Bound{Method: "GET", Scheme: "https", Host: "api.example.com:8443"}}},
 		{interval(abi.BoundRPC, "/shop.Orders/Get\torders:50051"),
 			Frame{Kind: FrameRPC, Func: "rpc /shop.Orders/Get orders:50051", Bound: &Bound{Method: "/shop.Orders/Get", Host: "orders:50051"}}},
+		{interval(abi.BoundPublish, "nats\t127.0.0.1:4222\t00f067aa0ba902b7"),
+			Frame{Kind: FramePublish, Func: "publish nats 127.0.0.1:4222", Bound: &Bound{System: "nats", Host: "127.0.0.1:4222", SpanID: "00f067aa0ba902b7"}}},
 		// Cut short (a copy that ended inside the payload): what there is.
 		{interval(abi.BoundHTTP, "GET"),
 			Frame{Kind: FrameHTTP, Func: "http GET ://", Bound: &Bound{Method: "GET"}}},

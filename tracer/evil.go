@@ -38,7 +38,7 @@ type Frame struct {
 	// goroutine did not run (ID 1048575), FrameInline for a function
 	// without a hook named through a wait under it (ID 0),
 	// FrameGoroutine, or a boundary (ID 1048575): FrameDB, FrameHTTP,
-	// FrameRPC.
+	// FrameRPC, FramePublish.
 	Kind string `json:"kind,omitempty"`
 	// Reason is a wait's reason as goroutine dumps spell it ("sleep",
 	// "chan receive", "sync.Mutex.Lock", …), or "syscall" or "runnable".
@@ -46,8 +46,8 @@ type Frame struct {
 	// For says what a wait waited for, when the tracer can tell from
 	// where it blocked: WaitForPool.
 	For string `json:"for,omitempty"`
-	// Bound holds the attributes of a boundary (Kind FrameDB, FrameHTTP
-	// or FrameRPC).
+	// Bound holds the attributes of a boundary (Kind FrameDB, FrameHTTP,
+	// FrameRPC or FramePublish).
 	Bound *Bound `json:"bound,omitempty"`
 	// WokenBy names the goroutine that ended a wait by waking it (a
 	// worker's send, an unlock, a signal), when another goroutine did.
@@ -78,7 +78,7 @@ type Waker struct {
 type Bound struct {
 	// System is the database system, as OpenTelemetry's db.system.name
 	// names it ("sqlite", "postgresql", "mysql", …), when the driver is
-	// known.
+	// known; or the messaging system a message was published to ("nats").
 	System string `json:"system,omitempty"`
 	// Statement is the statement, normalised: every literal is "?",
 	// arguments never appear, and it is cut at 120 characters (package
@@ -89,13 +89,14 @@ type Bound struct {
 	Method string `json:"method,omitempty"`
 	// Scheme is an HTTP request's scheme.
 	Scheme string `json:"scheme,omitempty"`
-	// Host is the host (with the port, if given) an HTTP request or a
-	// gRPC call went to: never a path or a query string.
+	// Host is the host (with the port, if given) an HTTP request, a gRPC
+	// call or a published message went to: never a path, a query string
+	// or a message's subject.
 	Host string `json:"host,omitempty"`
 	// SpanID is the id of the call's span, in 16 hex digits, when the
-	// call passed the dispatch's trace context on (a net/http request or
-	// a gRPC call sent with a traceparent the recorder added): the called
-	// service's spans have it as their parent.
+	// call passed the dispatch's trace context on (a request, a gRPC call
+	// or a message sent with a traceparent the recorder added): the called
+	// service's spans, or the consumer's, have it as their parent.
 	SpanID string `json:"span_id,omitempty"`
 }
 

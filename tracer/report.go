@@ -103,12 +103,13 @@ type RepeatFields struct {
 // Like a boundary frame, it never holds a statement's arguments or
 // literals, nor a request's path or query.
 type RepeatBound struct {
-	// Kind is the boundary's frame kind: FrameDB, FrameHTTP or FrameRPC.
+	// Kind is the boundary's frame kind: FrameDB, FrameHTTP, FrameRPC or
+	// FramePublish.
 	Kind string `json:"kind"`
 	// Text is what was repeated, as the frame names it after its kind:
 	// the statement, normalised (Bound.Statement); "<method>
 	// <scheme>://<host>" of an HTTP request; "<method> <host>" of a gRPC
-	// call.
+	// call; "<system> <host>" of a published message.
 	Text string `json:"text"`
 	// System is a statement's database system, when the driver is known.
 	System string `json:"system,omitempty"`

@@ -37,6 +37,9 @@ const (
 	FrameHTTP = "http"
 	// FrameRPC is a gRPC client call, named "rpc <method> <host>".
 	FrameRPC = "rpc"
+	// FramePublish is a message the program published, named "publish
+	// <system> <host>" (the messaging system, "nats", and its server).
+	FramePublish = "publish"
 )
 
 // boundFrame names the boundary of an ExtBound interval.
@@ -70,6 +73,9 @@ func boundFrameOf(kind uint8, text string) Frame {
 	case abi.BoundRPC:
 		b.Method, b.Host = attr(0), attr(1)
 		f.Kind, f.Func = FrameRPC, "rpc "+b.Method+" "+b.Host
+	case abi.BoundPublish:
+		b.System, b.Host = attr(0), attr(1)
+		f.Kind, f.Func = FramePublish, "publish "+b.System+" "+b.Host
 	default:
 		f.Kind, f.Func, f.Bound = FrameWait, "bound", nil
 		f.Reason = "bound " + strconv.Itoa(int(kind))

@@ -292,3 +292,79 @@ func __matrix_rt_served(d __matrix_rt_unsafe.Pointer, code int) {
 	}
 	__matrix_rt_end(d, "")
 }
+
+// __matrix_rt_nats_pass reports whether a NATS message published to subj
+// with the header bytes hdr may carry the dispatch's trace context on: the
+// server takes headers (headers), the subject is not a system one (a
+// leading "$": JetStream's API and acknowledgements, the system account),
+// and the message has no traceparent of its own.
+func __matrix_rt_nats_pass(headers bool, subj string, hdr []byte) bool {
+	return headers && (subj == "" || subj[0] != '$') && !__matrix_rt_nats_has(hdr, "traceparent")
+}
+
+// __matrix_rt_nats_header returns the header bytes of a NATS message
+// (hdr: "NATS/1.0\r\n", a "Key: value\r\n" line for each value, and
+// "\r\n"; empty for a message without headers) with the traceparent tp,
+// and the tracestate and baggage of the dispatch's request unless the
+// message has its own, in lower case as OpenTelemetry's propagator writes
+// them: a new slice, the program's message left as it made it. A message
+// that would grow past max bytes with data bytes of payload, or whose
+// header bytes are not in that form, is sent as it was.
+func __matrix_rt_nats_header(hdr []byte, tp string, data int, max int64) []byte {
+	const status, end = "NATS/1.0\r\n", "\r\n"
+	var b []byte
+	switch {
+	case len(hdr) == 0:
+		b = append(b, status...)
+	case len(hdr) >= len(status)+len(end) && string(hdr[len(hdr)-2*len(end):]) == end+end:
+		b = append(b, hdr[:len(hdr)-len(end)]...)
+	default:
+		return hdr
+	}
+	b = __matrix_rt_nats_line(b, "traceparent", tp)
+	state, baggage := __matrix_rt_trace_state()
+	if state != "" && !__matrix_rt_nats_has(hdr, "tracestate") {
+		b = __matrix_rt_nats_line(b, "tracestate", state)
+	}
+	if baggage != "" && !__matrix_rt_nats_has(hdr, "baggage") {
+		b = __matrix_rt_nats_line(b, "baggage", baggage)
+	}
+	b = append(b, end...)
+	if int64(len(b)+data) > max {
+		return hdr
+	}
+	return b
+}
+
+// __matrix_rt_nats_line appends the header line "key: value\r\n" (a value
+// with a line break is left out).
+func __matrix_rt_nats_line(b []byte, key, value string) []byte {
+	for i := 0; i < len(value); i++ {
+		if value[i] == '\r' || value[i] == '\n' {
+			return b
+		}
+	}
+	b = append(b, key...)
+	b = append(b, ": "...)
+	b = append(b, value...)
+	return append(b, "\r\n"...)
+}
+
+// __matrix_rt_nats_has reports whether a NATS message's header bytes have
+// the key (lower case) or its canonical form: header keys are
+// case-sensitive, and a program or its propagator writes either.
+func __matrix_rt_nats_has(hdr []byte, key string) bool {
+	canon := string(key[0]-'a'+'A') + key[1:]
+	for i := 0; i+2 < len(hdr); i++ {
+		if hdr[i] != '\r' || hdr[i+1] != '\n' {
+			continue
+		}
+		line := hdr[i+2:]
+		for _, k := range [2]string{key, canon} {
+			if len(line) > len(k) && string(line[:len(k)]) == k && line[len(k)] == ':' {
+				return true
+			}
+		}
+	}
+	return false
+}

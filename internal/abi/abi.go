@@ -9,7 +9,7 @@ import (
 // whose matrix module (beat, the tracers) was written for another version:
 // the runtime it patches and the recorder it links must agree on every
 // value below. Bump it whenever a value or a linkname signature changes.
-const Version = 9
+const Version = 10
 
 // Record layout: one packed 64-bit word per event, the layout of Matrix's
 // AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
@@ -86,10 +86,10 @@ const (
 	ExtRecover = 5
 	// ExtBound is a boundary: the goroutine called out of the program,
 	// into a database (database/sql) or another service (an HTTP or
-	// gRPC client call). The start record is written when the call
+	// gRPC client call, a message it published). The start record is written when the call
 	// begins and the end record when it returns; the records between them
 	// (its waits, the calls it made) are its children. The reason is the
-	// boundary's kind (BoundDB, BoundHTTP, BoundRPC); the payload holds
+	// boundary's kind (BoundDB, BoundHTTP, BoundRPC, BoundPublish); the payload holds
 	// up to ExtBoundWords words of text, the attributes of the call
 	// separated by BoundSep and packed eight bytes to a word, the first
 	// byte the lowest, the last word padded with zero bytes (see
@@ -129,6 +129,12 @@ const (
 	// ("/shop.Orders/Get") and the target's host, and, when the call
 	// passed the dispatch's trace context on, the id of its span.
 	BoundRPC = 3
+	// BoundPublish is a message a messaging client publishes (nats.go's
+	// Conn): the messaging system ("nats") and the host of the server it
+	// is connected to, and, when the message passed the dispatch's trace
+	// context on in its headers, the id of its span. Never the message's
+	// subject, which may hold data, nor its payload.
+	BoundPublish = 4
 	// BoundSep separates the attributes of a boundary's text.
 	BoundSep = '\t'
 	// BoundStatementMax is the most characters of a statement a
@@ -138,14 +144,14 @@ const (
 
 // SplitBoundSpan splits the text of a boundary of kind into the text that
 // names the call, the same for every call of one statement, method or
-// host, and the id of the span a client call (BoundHTTP, BoundRPC) passed
-// on, "" when it passed none.
+// host, and the id of the span a client call (BoundHTTP, BoundRPC) or a
+// published message (BoundPublish) passed on, "" when it passed none.
 func SplitBoundSpan(kind uint8, text string) (name, span string) {
 	attrs := 0
 	switch kind {
 	case BoundHTTP:
 		attrs = 3
-	case BoundRPC:
+	case BoundRPC, BoundPublish:
 		attrs = 2
 	default:
 		return text, ""

@@ -14,6 +14,8 @@ func TestSplitBoundSpan(t *testing.T) {
 		{BoundHTTP, "GET", "GET", ""},
 		{BoundRPC, "/shop.Stock/Get\tstock:50051\t00f067aa0ba902b7", "/shop.Stock/Get\tstock:50051", "00f067aa0ba902b7"},
 		{BoundRPC, "/shop.Stock/Get\tstock:50051", "/shop.Stock/Get\tstock:50051", ""},
+		{BoundPublish, "nats\t127.0.0.1:4222\t00f067aa0ba902b7", "nats\t127.0.0.1:4222", "00f067aa0ba902b7"},
+		{BoundPublish, "nats\t127.0.0.1:4222", "nats\t127.0.0.1:4222", ""},
 		{BoundDB, "sqlite\tSELECT a\tb", "sqlite\tSELECT a\tb", ""},
 	} {
 		name, span := SplitBoundSpan(tc.kind, tc.text)

@@ -305,6 +305,36 @@ func TestSpansClientBoundaries(t *testing.T) {
 	}
 }
 
+// A published message is a PRODUCER span named "publish", with
+// messaging.system, the operation and the server's address, and the span
+// id its message passed on to the consumer; never the subject.
+func TestSpansPublishBoundary(t *testing.T) {
+	const spanID = "051581bf3cb55c13"
+	r := slowReport()
+	r.Frames = append(r.Frames,
+		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 1, Func: "publish nats 127.0.0.1:4222", Kind: "publish", Start: i64(100),
+			Bound: &tracer.Bound{System: "nats", Host: "127.0.0.1:4222", SpanID: spanID}})
+	var producers []*tracepb.Span
+	for _, s := range decode(t, mustSpans(t, r)) {
+		if s.Kind == tracepb.Span_SPAN_KIND_PRODUCER {
+			producers = append(producers, s)
+		}
+	}
+	if len(producers) != 1 {
+		t.Fatalf("%d PRODUCER spans, want 1", len(producers))
+	}
+	s := otlptest.Span{Span: producers[0]}
+	if s.Name != "publish" || hex.EncodeToString(s.SpanId) != spanID {
+		t.Errorf("PRODUCER span %q with id %x, want publish with %s", s.Name, s.SpanId, spanID)
+	}
+	for k, v := range map[string]string{"messaging.system": "nats", "messaging.operation.name": "publish", "messaging.operation.type": "send",
+		"server.address": "127.0.0.1", "server.port": "4222"} {
+		if got := s.Attr(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+}
+
 // A dispatch that passed its trace context on is exported in the trace it
 // made (the report's trace_id), and the call that passed it is the CLIENT
 // span with the id the called service was given; a LAG report's copy of

@@ -91,7 +91,8 @@ type Frame struct {
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 	For    string `json:"for"`
-	// Bound holds a boundary's attributes (Kind "db", "http", "rpc").
+	// Bound holds a boundary's attributes (Kind "db", "http", "rpc",
+	// "publish").
 	Bound *tracer.Bound `json:"bound"`
 	// WokenBy names the goroutine that ended a wait (tracer.Frame.WokenBy).
 	WokenBy *tracer.Waker `json:"woken_by"`
@@ -123,7 +124,7 @@ type Span struct {
 	// TraceState is the W3C tracestate of the trace, the caller's.
 	TraceState string
 	Name       string
-	Kind       int32 // SpanKindInternal, SpanKindServer, SpanKindClient, SpanKindConsumer
+	Kind       int32 // SpanKindInternal, SpanKindServer, SpanKindClient, SpanKindProducer, SpanKindConsumer
 	Flags      uint32
 	// Start and End are in ns since the Unix epoch.
 	Start, End uint64
@@ -502,7 +503,10 @@ func messageConsumer(root *Span, system, subject string) {
 // attributes the semantic conventions give a database call
 // (db.system.name, db.query.text), an HTTP client request
 // (http.request.method, url.scheme, server.address, server.port) or a
-// gRPC call (rpc.system, rpc.service, rpc.method, server.address).
+// gRPC call (rpc.system, rpc.service, rpc.method, server.address); or the
+// PRODUCER span of a published message, "publish" (messaging.system,
+// messaging.operation.name and .type, server.address: the subject, which
+// may hold data, is not kept).
 func client(s *Span, f Frame) {
 	b := f.Bound
 	s.Kind = SpanKindClient
@@ -535,6 +539,11 @@ func client(s *Span, f Frame) {
 		if service, method, ok := strings.Cut(name, "/"); ok && service != "" && method != "" {
 			s.Attributes = append(s.Attributes, str("rpc.service", service), str("rpc.method", method))
 		}
+		s.Attributes = serverAddress(s.Attributes, b.Host, "")
+	case tracer.FramePublish:
+		s.Kind, s.Name = SpanKindProducer, "publish"
+		s.Attributes = appendAttrs(s.Attributes, str("messaging.system", b.System),
+			str("messaging.operation.name", "publish"), str("messaging.operation.type", "send"))
 		s.Attributes = serverAddress(s.Attributes, b.Host, "")
 	}
 }

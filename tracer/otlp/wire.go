@@ -62,12 +62,14 @@ const (
 
 // OTLP enum and flag values the exporter uses.
 const (
-	// SpanKindInternal, SpanKindServer, SpanKindClient and
-	// SpanKindConsumer are Span.SpanKind SPAN_KIND_INTERNAL,
-	// SPAN_KIND_SERVER, SPAN_KIND_CLIENT and SPAN_KIND_CONSUMER.
+	// SpanKindInternal, SpanKindServer, SpanKindClient,
+	// SpanKindProducer and SpanKindConsumer are Span.SpanKind
+	// SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, SPAN_KIND_CLIENT,
+	// SPAN_KIND_PRODUCER and SPAN_KIND_CONSUMER.
 	SpanKindInternal = 1
 	SpanKindServer   = 2
 	SpanKindClient   = 3
+	SpanKindProducer = 4
 	SpanKindConsumer = 5
 	// StatusUnset and StatusError are Status.StatusCode STATUS_CODE_UNSET
 	// and STATUS_CODE_ERROR.

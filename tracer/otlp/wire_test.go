@@ -63,6 +63,7 @@ func TestFieldNumbers(t *testing.T) {
 	if SpanKindInternal != int(tracepb.Span_SPAN_KIND_INTERNAL) ||
 		SpanKindServer != int(tracepb.Span_SPAN_KIND_SERVER) ||
 		SpanKindClient != int(tracepb.Span_SPAN_KIND_CLIENT) ||
+		SpanKindProducer != int(tracepb.Span_SPAN_KIND_PRODUCER) ||
 		SpanKindConsumer != int(tracepb.Span_SPAN_KIND_CONSUMER) ||
 		StatusError != int(tracepb.Status_STATUS_CODE_ERROR) ||
 		StatusUnset != int(tracepb.Status_STATUS_CODE_UNSET) ||

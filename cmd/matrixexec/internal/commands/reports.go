@@ -74,11 +74,13 @@ const (
 	// frameKindInline is a function without a hook, named by the inline
 	// tree; it is a call like any other.
 	frameKindInline = tracer.FrameInline
-	// frameKindDB, frameKindHTTP and frameKindRPC are boundaries: calls
-	// out of the program, named by their statement or host.
-	frameKindDB   = tracer.FrameDB
-	frameKindHTTP = tracer.FrameHTTP
-	frameKindRPC  = tracer.FrameRPC
+	// frameKindDB, frameKindHTTP, frameKindRPC and frameKindPublish are
+	// boundaries: calls out of the program, named by their statement or
+	// host.
+	frameKindDB      = tracer.FrameDB
+	frameKindHTTP    = tracer.FrameHTTP
+	frameKindRPC     = tracer.FrameRPC
+	frameKindPublish = tracer.FramePublish
 )
 
 // incident reports whether r is a slow call, lag, ANR or slow start-up:
@@ -403,7 +405,7 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 			nd.Name = "[" + reason + "]"
 			nd.WokenBy = wakerName(f.WokenBy)
 			continue
-		case frameKindDB, frameKindHTTP, frameKindRPC:
+		case frameKindDB, frameKindHTTP, frameKindRPC, frameKindPublish:
 			nd.Name, nd.Func, nd.Bound = f.Func, f.Func, f.Func
 			continue
 		case "", frameKindGoroutine, frameKindInline:
@@ -452,7 +454,11 @@ func wakerName(w *tracer.Waker) string {
 
 // isBoundKind reports whether a frame kind is a boundary's.
 func isBoundKind(kind string) bool {
-	return kind == frameKindDB || kind == frameKindHTTP || kind == frameKindRPC
+	switch kind {
+	case frameKindDB, frameKindHTTP, frameKindRPC, frameKindPublish:
+		return true
+	}
+	return false
 }
 
 // selfTimes sets each node's Self: its cost minus its children's, never
