@@ -82,18 +82,31 @@ func (d *Dispatch) splice(dst []uint64, start int) []uint64 {
 	own := append([]uint64(nil), dst[start:]...)
 	kids := d.kids()
 	now := rtGetNow()
-	return spliceKids(dst[:start], own, kids, 0, now)
+	return spliceKids(dst[:start], own, kids, 0, now, 0)
 }
 
 // spliceKids appends recs to dst, and after the payload of every ExtGo
 // start record the records of the goroutine it names, if that goroutine's
 // number is greater than seq (the number of the goroutine that wrote recs;
 // numbers grow down the tree, so the recursion ends), then its end record.
-func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now uint64) []uint64 {
+//
+// A goroutine started inside a boundary (a call out of the program: a
+// client's dial starts a connection's reader and writer, a driver its
+// connection's watcher) that outlives the call serves the library that
+// started it, not the dispatch: its records are cut at the call's end,
+// and its start is marked abi.ExtGoOutlived. clip is the end of the
+// boundary the goroutine that wrote recs was started inside, or 0.
+func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint64) []uint64 {
+	var bounds boundEnds
 	for i := 0; i < len(recs); i++ {
 		r := recs[i]
 		enter, id, _ := abi.Unpack(r)
-		if id != abi.ExtID || !enter {
+		if id != abi.ExtID {
+			dst = append(dst, r)
+			continue
+		}
+		if !enter {
+			bounds.end()
 			dst = append(dst, r)
 			continue
 		}
@@ -104,6 +117,7 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now uint64) []
 		end := min(i+2+count, len(recs))
 		at := len(dst)
 		dst = append(dst, recs[i:end]...)
+		bounds.start(recs, i, kind == abi.ExtBound)
 		if kind != abi.ExtGo || count != abi.ExtGoWords || end != i+2+count {
 			i = end - 1
 			continue
@@ -120,7 +134,18 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now uint64) []
 		// The goroutine's records, then an end record at its end.
 		t := atomic.LoadUint64(&c.End)
 		kr, open, last := kidRecords(c)
-		dst = spliceKids(dst, kr, kids, c.Seq, now)
+		kclip := clip
+		if b := bounds.innermost(); b != 0 && (kclip == 0 || b < kclip) {
+			kclip = b
+		}
+		if kclip != 0 && (t == 0 || t > kclip) {
+			// It outlived the call it was started inside: as far as the
+			// call's end.
+			kr, open, last = cutRecords(kr, kclip)
+			dst[at+1] = abi.PackExt(abi.ExtGo, reason|abi.ExtGoOutlived, abi.ExtGoWords)
+			t = max(kclip, last)
+		}
+		dst = spliceKids(dst, kr, kids, c.Seq, now, kclip)
 		if t == 0 {
 			// Still running: ends at the copy, marked so.
 			dst[at+1] = abi.PackExt(abi.ExtGo, reason|abi.ExtGoRunning, abi.ExtGoWords)
@@ -134,10 +159,90 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now uint64) []
 		if i+1 < len(recs) {
 			if e, id, _ := abi.Unpack(recs[i+1]); !e && id == abi.ExtID {
 				i++ // the start's own end record, replaced
+				bounds.end()
 			}
 		}
 	}
 	return dst
+}
+
+// boundEnds follows the extended intervals open at a point of a
+// goroutine's records (every start has one end record), to tell the end of
+// the innermost boundary open there.
+type boundEnds struct {
+	open []uint64 // per open interval: its boundary's end time, 0 for another interval or a boundary that has not ended
+}
+
+// start notes the interval whose start record is recs[i]; bound says
+// whether it is a boundary, whose end record is looked for ahead.
+func (b *boundEnds) start(recs []uint64, i int, bound bool) {
+	var t uint64
+	if bound {
+		t = extEnd(recs, i)
+	}
+	b.open = append(b.open, t)
+}
+
+// end notes the end record at recs[i], which ends the innermost interval.
+func (b *boundEnds) end() {
+	if len(b.open) > 0 {
+		b.open = b.open[:len(b.open)-1]
+	}
+}
+
+// innermost returns the end of the innermost boundary open, 0 if none is
+// or it has not ended.
+func (b *boundEnds) innermost() uint64 {
+	for i := len(b.open) - 1; i >= 0; i-- {
+		if b.open[i] != 0 {
+			return b.open[i]
+		}
+	}
+	return 0
+}
+
+// extEnd returns the time of the end record of the extended interval whose
+// start record is recs[i], 0 if it has none.
+func extEnd(recs []uint64, i int) uint64 {
+	depth := 0
+	for j := i; j < len(recs); j++ {
+		enter, id, ms := abi.Unpack(recs[j])
+		if id != abi.ExtID {
+			continue
+		}
+		if !enter {
+			if depth--; depth == 0 {
+				return ms
+			}
+			continue
+		}
+		if j+1 >= len(recs) {
+			return 0
+		}
+		_, _, count := abi.UnpackExt(recs[j+1])
+		depth++
+		j += 1 + count
+	}
+	return 0
+}
+
+// cutRecords returns the records of a goroutine (as kidRecords returns
+// them) written at or before t, whether they end inside an interval, and
+// their latest time.
+func cutRecords(recs []uint64, t uint64) (out []uint64, open bool, last uint64) {
+	n := len(recs)
+	for i := 0; i < len(recs); i++ {
+		_, id, ms := abi.Unpack(recs[i])
+		if ms > t {
+			n = i
+			break
+		}
+		if enter, _, _ := abi.Unpack(recs[i]); id == abi.ExtID && enter && i+1 < len(recs) {
+			_, _, count := abi.UnpackExt(recs[i+1])
+			i += 1 + count
+		}
+	}
+	return scanRecords(recs[:n])
 }
 
 // kidRecords copies the records of a child ring, which its goroutine may
@@ -160,6 +265,13 @@ func kidRecords(c *abi.Ring) (recs []uint64, open bool, last uint64) {
 	if atomic.LoadUint64(&c.N) >= size {
 		return nil, false, 0
 	}
+	return scanRecords(out)
+}
+
+// scanRecords returns recs without a trailing extended record whose
+// payload is not all there, whether they end inside an interval, and their
+// latest time (see kidRecords).
+func scanRecords(out []uint64) (recs []uint64, open bool, last uint64) {
 	for i := 0; i < len(out); i++ {
 		enter, id, ms := abi.Unpack(out[i])
 		if id != abi.ExtID {

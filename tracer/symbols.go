@@ -26,8 +26,10 @@ const (
 	// function it runs (File and Line where that is declared); its
 	// children are its calls and waits. Its Cost is its wall time, from
 	// the go statement to its exit: it ran beside its parent, so that
-	// time is not part of the parent's. Reason is "running" when it had
-	// not exited when the report was made.
+	// time is not part of the parent's. Reason is "outlived" when it was
+	// started inside a boundary (by the library called) and ran past the
+	// call's end, where it is cut; "running" when it had not exited when
+	// the report was made.
 	FrameGoroutine = "goroutine"
 	// FrameDB is a database/sql call, named "db <statement>" (Frame.Bound
 	// has its attributes); its children are its calls and waits.
@@ -368,7 +370,10 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 // rewriter recorded it (beat.GoCallee), at the go statement's position.
 func goroutineFrame(x *analysis.Interval) Frame {
 	f := Frame{Kind: FrameGoroutine}
-	if x.Running() {
+	switch {
+	case x.Outlived():
+		f.Reason = "outlived"
+	case x.Running():
 		f.Reason = "running"
 	}
 	if x.Handoff() {

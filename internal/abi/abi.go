@@ -75,6 +75,13 @@ const (
 	// counter of the payload is then the return program counter where the
 	// goroutine was parked, in its own code.
 	ExtGoHandoff = 2
+	// ExtGoOutlived is the bit a reader sets in the reason of an ExtGo
+	// start record when the goroutine was started inside a boundary (on
+	// the recording goroutine or one it started) and ran past the
+	// boundary's end: its records are cut there, since after the call it
+	// serves the library that started it (a connection's reader), not the
+	// dispatch (the runtime never sets it).
+	ExtGoOutlived = 4
 	// ExtRecover is a point, not an interval: a panic was recovered. The
 	// start record and the end record both carry the time of the
 	// recovery, read from the exact clock; the payload holds up to

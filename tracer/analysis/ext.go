@@ -100,6 +100,13 @@ func (x *Interval) Running() bool {
 	return x != nil && x.Kind == ExtGo && x.Reason&abi.ExtGoRunning != 0
 }
 
+// Outlived reports whether the goroutine of an ExtGo interval was started
+// inside a boundary and ran past its end, where its records were cut
+// (abi.ExtGoOutlived).
+func (x *Interval) Outlived() bool {
+	return x != nil && x.Kind == ExtGo && x.Reason&abi.ExtGoOutlived != 0
+}
+
 // decodeExt reads the payload that follows an extended start record: it
 // returns the interval (nil when the payload is cut off before its first
 // word) and the number of words to skip, never more than len(payload).

@@ -493,6 +493,8 @@ func printTree(w io.Writer, indent string, nodes []node) {
 		switch {
 		case nd.Kind == frameKindInline:
 			name += " (inline)"
+		case nd.Kind == frameKindGoroutine && nd.Reason == "outlived":
+			name += " (outlives the call)"
 		case nd.Kind == frameKindGoroutine && nd.Reason != "":
 			name += " (" + nd.Reason + " at the report)"
 		case nd.Kind == frameKindWait && nd.For != "":
