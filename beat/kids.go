@@ -168,22 +168,32 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint
 
 // boundEnds follows the extended intervals open at a point of a
 // goroutine's records (every start has one end record), to tell the end of
-// the innermost boundary open there.
+// the innermost boundary open there. A boundary's end record is looked for
+// once, and only for a boundary a goroutine was started inside: most are
+// not.
 type boundEnds struct {
-	open []uint64 // per open interval: its boundary's end time, 0 for another interval or a boundary that has not ended
+	recs []uint64
+	open []openExt
+}
+
+// openExt is an open extended interval of boundEnds.
+type openExt struct {
+	start int    // the index of its start record if it is a boundary, else -1
+	end   uint64 // the boundary's end time, once looked for (0: it has not ended)
+	found bool   // whether end was looked for
 }
 
 // start notes the interval whose start record is recs[i]; bound says
-// whether it is a boundary, whose end record is looked for ahead.
+// whether it is a boundary.
 func (b *boundEnds) start(recs []uint64, i int, bound bool) {
-	var t uint64
-	if bound {
-		t = extEnd(recs, i)
+	b.recs = recs
+	if !bound {
+		i = -1
 	}
-	b.open = append(b.open, t)
+	b.open = append(b.open, openExt{start: i})
 }
 
-// end notes the end record at recs[i], which ends the innermost interval.
+// end notes an end record, which ends the innermost interval.
 func (b *boundEnds) end() {
 	if len(b.open) > 0 {
 		b.open = b.open[:len(b.open)-1]
@@ -194,8 +204,15 @@ func (b *boundEnds) end() {
 // or it has not ended.
 func (b *boundEnds) innermost() uint64 {
 	for i := len(b.open) - 1; i >= 0; i-- {
-		if b.open[i] != 0 {
-			return b.open[i]
+		x := &b.open[i]
+		if x.start < 0 {
+			continue
+		}
+		if !x.found {
+			x.end, x.found = extEnd(b.recs, x.start), true
+		}
+		if x.end != 0 {
+			return x.end
 		}
 	}
 	return 0
