@@ -1,6 +1,7 @@
 package beat
 
 import (
+	"math"
 	"sync/atomic"
 	"unsafe"
 
@@ -97,7 +98,7 @@ func (d *Dispatch) splice(dst []uint64, start int) []uint64 {
 // and its start is marked abi.ExtGoOutlived. clip is the end of the
 // boundary the goroutine that wrote recs was started inside, or 0.
 func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint64) []uint64 {
-	var bounds boundEnds
+	bounds := boundEnds{recs: recs}
 	for i := 0; i < len(recs); i++ {
 		r := recs[i]
 		enter, id, _ := abi.Unpack(r)
@@ -117,7 +118,7 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint
 		end := min(i+2+count, len(recs))
 		at := len(dst)
 		dst = append(dst, recs[i:end]...)
-		bounds.start(recs, i, kind == abi.ExtBound)
+		bounds.start(i, kind == abi.ExtBound)
 		if kind != abi.ExtGo || count != abi.ExtGoWords || end != i+2+count {
 			i = end - 1
 			continue
@@ -141,7 +142,7 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint
 		if kclip != 0 && (t == 0 || t > kclip) {
 			// It outlived the call it was started inside: as far as the
 			// call's end.
-			kr, open, last = cutRecords(kr, kclip)
+			kr, open, last = scanRecords(kr, kclip)
 			dst[at+1] = abi.PackExt(abi.ExtGo, reason|abi.ExtGoOutlived, abi.ExtGoWords)
 			t = max(kclip, last)
 		}
@@ -172,7 +173,7 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint
 // once, and only for a boundary a goroutine was started inside: most are
 // not.
 type boundEnds struct {
-	recs []uint64
+	recs []uint64 // the goroutine's records
 	open []openExt
 }
 
@@ -183,10 +184,9 @@ type openExt struct {
 	found bool   // whether end was looked for
 }
 
-// start notes the interval whose start record is recs[i]; bound says
+// start notes the interval whose start record is b.recs[i]; bound says
 // whether it is a boundary.
-func (b *boundEnds) start(recs []uint64, i int, bound bool) {
-	b.recs = recs
+func (b *boundEnds) start(i int, bound bool) {
 	if !bound {
 		i = -1
 	}
@@ -243,25 +243,6 @@ func extEnd(recs []uint64, i int) uint64 {
 	return 0
 }
 
-// cutRecords returns the records of a goroutine (as kidRecords returns
-// them) written at or before t, whether they end inside an interval, and
-// their latest time.
-func cutRecords(recs []uint64, t uint64) (out []uint64, open bool, last uint64) {
-	n := len(recs)
-	for i := 0; i < len(recs); i++ {
-		_, id, ms := abi.Unpack(recs[i])
-		if ms > t {
-			n = i
-			break
-		}
-		if enter, _, _ := abi.Unpack(recs[i]); id == abi.ExtID && enter && i+1 < len(recs) {
-			_, _, count := abi.UnpackExt(recs[i+1])
-			i += 1 + count
-		}
-	}
-	return scanRecords(recs[:n])
-}
-
 // kidRecords copies the records of a child ring, which its goroutine may
 // be writing: nil when they wrapped (or may have while being copied), and
 // never a trailing extended record whose payload is not all there. It also
@@ -282,15 +263,19 @@ func kidRecords(c *abi.Ring) (recs []uint64, open bool, last uint64) {
 	if atomic.LoadUint64(&c.N) >= size {
 		return nil, false, 0
 	}
-	return scanRecords(out)
+	return scanRecords(out, math.MaxUint64)
 }
 
-// scanRecords returns recs without a trailing extended record whose
-// payload is not all there, whether they end inside an interval, and their
-// latest time (see kidRecords).
-func scanRecords(out []uint64) (recs []uint64, open bool, last uint64) {
+// scanRecords returns the records of out written at or before until,
+// without a trailing extended record whose payload is not all there,
+// whether they end inside an interval, and their latest time (see
+// kidRecords).
+func scanRecords(out []uint64, until uint64) (recs []uint64, open bool, last uint64) {
 	for i := 0; i < len(out); i++ {
 		enter, id, ms := abi.Unpack(out[i])
+		if ms > until {
+			return out[:i], open, last
+		}
 		if id != abi.ExtID {
 			last = max(last, ms)
 			continue

@@ -16,18 +16,23 @@ import (
 	"github.com/matrixgo/matrix/rewrite"
 )
 
-// unsupportedTarget fails, for every compile and link, for a Go release or
-// a target the recorder does not support: such a build is run as a plain
-// build runs it (toolexec). tool is the path of the compiler or the linker,
-// $GOROOT/pkg/tool/<host>/<tool>; cmd/go sets GOOS and GOARCH for it. A
-// release that cannot be told is left to the runtime's compile, which
-// refuses it (rewrite.CheckGoRelease).
-func unsupportedTarget(tool string) error {
+// unsupportedTarget returns, for every compile and link, the minor version
+// of the toolchain's Go release (0 if it cannot be told), and fails for a
+// Go release or a target the recorder does not support: such a build is
+// run as a plain build runs it (toolexec). tool is the path of the
+// compiler or the linker, $GOROOT/pkg/tool/<host>/<tool>; cmd/go sets GOOS
+// and GOARCH for it. A release that cannot be told is left to the
+// runtime's compile, which refuses it (rewrite.CheckGoRelease).
+func unsupportedTarget(tool string) (minor int, err error) {
 	goroot := toolGoroot(tool)
-	if minor, err := rewrite.GoRelease(goroot); err == nil && (minor < rewrite.MinGoMinor || minor > rewrite.MaxGoMinor) {
-		return rewrite.CheckGoRelease(goroot) // which names the toolchain
+	minor, err = rewrite.GoRelease(goroot)
+	if err != nil {
+		return 0, checkArch()
 	}
-	return checkArch()
+	if minor < rewrite.MinGoMinor || minor > rewrite.MaxGoMinor {
+		return minor, rewrite.CheckGoRelease(goroot) // which names the toolchain
+	}
+	return minor, checkArch()
 }
 
 // checkArch checks the GOOS and GOARCH cmd/go set for the tool.
@@ -50,18 +55,6 @@ func toolGoroot(compileTool string) string {
 		return goroot
 	}
 	return filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(compileTool))))
-}
-
-// goRelease returns the minor version of the Go release whose compiler is at
-// compileTool, for rewrite.Options.GoRelease; 0 if it cannot be told (the
-// compile of the runtime, which every instrumented build has, refuses such
-// a toolchain: see unsupportedTarget).
-func goRelease(compileTool string) int {
-	minor, err := rewrite.GoRelease(toolGoroot(compileTool))
-	if err != nil {
-		return 0
-	}
-	return minor
 }
 
 // checkABI compares the ABI version of the abi package being compiled (the

@@ -89,10 +89,12 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 	var failure *rewriteFailure // the rewriter's, when the package is built from its own files
 	switch {
 	case pkg == "runtime":
-		// The release and the target were checked (unsupportedTarget),
-		// unless the release cannot be told.
-		if err := rewrite.CheckGoRelease(toolGoroot(c.Tool)); err != nil {
-			return err
+		// The release and the target were checked (unsupportedTarget);
+		// a release that cannot be told is refused here.
+		if cfg.goMinor == 0 {
+			if err := rewrite.CheckGoRelease(toolGoroot(c.Tool)); err != nil {
+				return err
+			}
 		}
 		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks, !cfg.returnExits)
 		log.Debug().Err(err).Msg("patched runtime")
@@ -367,7 +369,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]stri
 		ReturnExits:  cfg.returnExits,
 		CopyBudget:   cfg.copyBudget,
 		HookBounded:  cfg.hookBounded,
-		GoRelease:    goRelease(c.Tool),
+		GoRelease:    cfg.goMinor,
 		TrimPath:     trim,
 		Types:        tc,
 		Hot:          hot,

@@ -34,6 +34,7 @@ type config struct {
 	zeroCode      string          // zerocode.Auto, zerocode.On or zerocode.Off
 	otlp          bool            // zero-code programs link the OTLP sink (-otlp on)
 	toolPath      string          // the tool cmd/go runs through us, if any
+	goMinor       int             // the toolchain's Go release, 1.goMinor (0: not told; see unsupportedTarget)
 	debugHooks    bool            // build the runtime variant that can print every hook
 	strict        bool            // a rewrite the compiler rejects fails the build
 	debugReject   map[string]bool // functions (pkg.Func) whose rewrite is made to fail

@@ -42,7 +42,8 @@ func toolexec(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Wri
 	}
 	switch tool {
 	case "compile", "link":
-		if err := unsupportedTarget(args[0]); err != nil {
+		minor, err := unsupportedTarget(args[0])
+		if err != nil {
 			// A target or Go release the recorder does not support is
 			// built as a plain build builds it: the program works, without
 			// instrumentation, and each link says so. Strict, the runtime's
@@ -60,6 +61,7 @@ func toolexec(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Wri
 		if tool == "link" {
 			return link(cfg, args, stdin, stdout, stderr)
 		}
+		cfg.goMinor = minor
 		return compile(cfg, args, stdin, stdout, stderr)
 	}
 	return runTool(args, stdin, stdout, stderr)
