@@ -145,12 +145,19 @@ SRC
 	)
 }
 
-# timed OUTFILE CMD...: runs CMD and prints "wall cpu" (seconds; cpu is
-# user+sys of CMD and its children).
+# timed CMD...: runs CMD and prints "wall cpu" in seconds, to the
+# microsecond and the millisecond (cpu is user+sys of CMD and its
+# children, waited for). Run it in a subshell of its own: the CPU time is
+# that of all the shell's children.
 timed() {
-	local f=$TMP/time.$$
-	/usr/bin/time -f "%e %U %S" -o "$f" "$@" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; return 1; }
-	awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$f"
+	local t0=$EPOCHREALTIME t1
+	"$@" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; return 1; }
+	t1=$EPOCHREALTIME
+	times >"$TMP/times" # (not in a pipe: a subshell would not see the children)
+	awk -v t0="$t0" -v t1="$t1" 'NR == 2 {
+		split($1, u, /[ms]/); split($2, s, /[ms]/)
+		printf "%.4f %.3f\n", t1 - t0, u[1] * 60 + u[2] + s[1] * 60 + s[2]
+	}' "$TMP/times"
 }
 
 MX=$TMP/bin/matrixexec

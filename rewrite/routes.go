@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/matrixgo/matrix/inject"
 	"github.com/matrixgo/matrix/internal/abi"
@@ -96,263 +97,265 @@ const (
 // matches no route never has its path as the scene. A package whose
 // releases differ in shape has a rule per shape, newest first: the first
 // that fits is applied.
-var routeRules = map[string][]routeRule{
-	// gin: the engine's match, with the route's full path (groups
-	// included). A request is named unmatched where gin finds no route
-	// (in the method's tree, or no tree for the method), not before every
-	// match: a matched request then costs one scene hook, not two. Older
-	// releases name every request unmatched first.
-	"github.com/gin-gonic/gin": {{
-		needs: []string{"Context.Request", "Context.fullPath", "Context.handlers", "Engine.allNoRoute", "Engine.allNoMethod"},
-		hooks: []routeHook{
-			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
-				after: "value := root.getValue(rPath, c.params, c.skippedNodes, unescape)",
-				text:  `; if value.handlers == nil { __matrix_rt_route(c.Request.Method, "") }`},
-			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
-				after: "c.fullPath = value.fullPath",
-				text:  "; __matrix_rt_route(c.Request.Method, c.fullPath)"},
-			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
-				after: "c.handlers = engine.allNoMethod",
-				text:  `; __matrix_rt_route(c.Request.Method, "")`},
-			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
-				after: "c.handlers = engine.allNoRoute",
-				text:  `; __matrix_rt_route(c.Request.Method, "")`},
-		},
-	}, {
-		needs: []string{"Context.Request", "Context.fullPath"},
-		hooks: []routeHook{
-			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
-				text: `__matrix_rt_route(c.Request.Method, ""); `},
-			{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
-				after: "c.fullPath = value.fullPath",
-				text:  "; __matrix_rt_route(c.Request.Method, c.fullPath)"},
-		},
-	}},
-	// echo v4: the router's match, with the route's path as registered
-	// (groups included). A route registered with RouteNotFound is the
-	// node's notFoundHandler: its requests matched no route. A request is
-	// named unmatched where the router finds no route (nothing at all, no
-	// handler for the path, or a RouteNotFound route), not before every
-	// match: a matched request then costs one scene hook, not two. Older
-	// releases name every request unmatched first.
-	"github.com/labstack/echo/v4": {{
-		needs: []string{"node.notFoundHandler"},
-		hooks: []routeHook{
-			{recv: "Router", name: "Find", params: "method, path string, c Context",
-				before: "if currentNode == nil && previousBestMatchNode == nil {\n\treturn\n}",
-				text:   `if currentNode == nil && previousBestMatchNode == nil { __matrix_rt_route(method, "") }; `},
-			{recv: "Router", name: "Find", params: "method, path string, c Context",
-				after: "ctx.handler = matchedRouteMethod.handler",
-				text:  `; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) } else { __matrix_rt_route(method, "") }`},
-			{recv: "Router", name: "Find", params: "method, path string, c Context",
-				after: "ctx.handler = NotFoundHandler",
-				text:  `; __matrix_rt_route(method, "")`},
-		},
-	}, {
-		needs: []string{"node.notFoundHandler"},
-		hooks: []routeHook{
-			{recv: "Router", name: "Find", params: "method, path string, c Context",
-				text: `__matrix_rt_route(method, ""); `},
-			{recv: "Router", name: "Find", params: "method, path string, c Context",
-				after: "ctx.handler = matchedRouteMethod.handler",
-				text:  "; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) }"},
-		},
-	}},
-	// chi v5: each router's routing of the request it serves; a mounted
-	// router routes after the router it is mounted on, and the pattern
-	// joins the patterns of both. A request for which a router finds no
-	// handler is unmatched; one it routes is named once, after its
-	// pattern: the one the router has just set on the request, or in
-	// releases that set none (or only the router's own part, before
-	// v5.3), RoutePattern just before the handler runs. Lookups that serve
-	// nothing (Match and Find, which middleware and handlers call to look
-	// ahead) leave the scene alone. A release of yet another shape is named
-	// in FindRoute, which such lookups call too.
-	"github.com/go-chi/chi/v5": {
-		chiRouting(chiPattern, chiNotFound),
-		chiRouting(chiRoutePattern, chiNotFound, "Context.RoutePattern"),
-		chiRouting(chiRoutePattern, chiNotFoundV500, "Context.RoutePattern"),
-		{
-			needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
+var routeRules = sync.OnceValue(func() map[string][]routeRule {
+	return map[string][]routeRule{
+		// gin: the engine's match, with the route's full path (groups
+		// included). A request is named unmatched where gin finds no route
+		// (in the method's tree, or no tree for the method), not before every
+		// match: a matched request then costs one scene hook, not two. Older
+		// releases name every request unmatched first.
+		"github.com/gin-gonic/gin": {{
+			needs: []string{"Context.Request", "Context.fullPath", "Context.handlers", "Engine.allNoRoute", "Engine.allNoMethod"},
 			hooks: []routeHook{
-				{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
-					after: "rn := n.findRoute(rctx, method, path)",
-					text:  `; if rn == nil || __matrix_rt_active() && rn.endpoints[method].pattern == "" { __matrix_rt_route(rctx.RouteMethod, "") }`},
-				{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
-					after: "rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern)",
-					text:  "; if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }"},
+				{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+					after: "value := root.getValue(rPath, c.params, c.skippedNodes, unescape)",
+					text:  `; if value.handlers == nil { __matrix_rt_route(c.Request.Method, "") }`},
+				{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+					after: "c.fullPath = value.fullPath",
+					text:  "; __matrix_rt_route(c.Request.Method, c.fullPath)"},
+				{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+					after: "c.handlers = engine.allNoMethod",
+					text:  `; __matrix_rt_route(c.Request.Method, "")`},
+				{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+					after: "c.handlers = engine.allNoRoute",
+					text:  `; __matrix_rt_route(c.Request.Method, "")`},
+			},
+		}, {
+			needs: []string{"Context.Request", "Context.fullPath"},
+			hooks: []routeHook{
+				{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+					text: `__matrix_rt_route(c.Request.Method, ""); `},
+				{recv: "Engine", name: "handleHTTPRequest", params: "c *Context",
+					after: "c.fullPath = value.fullPath",
+					text:  "; __matrix_rt_route(c.Request.Method, c.fullPath)"},
 			},
 		}},
-	// gorilla/mux: the router's match; a subrouter's route has the full
-	// path template.
-	"github.com/gorilla/mux": {{
-		needs: []string{"Route.GetPathTemplate", "RouteMatch.Route", "RouteMatch.MatchErr"},
-		hooks: []routeHook{
-			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
-				text: `__matrix_rt_route(req.Method, ""); `},
-			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
-				after: "handler = match.Handler",
-				text:  "; if match.Route != nil && match.MatchErr == nil { __matrix_rt_template(req.Method, match.Route) }"},
+		// echo v4: the router's match, with the route's path as registered
+		// (groups included). A route registered with RouteNotFound is the
+		// node's notFoundHandler: its requests matched no route. A request is
+		// named unmatched where the router finds no route (nothing at all, no
+		// handler for the path, or a RouteNotFound route), not before every
+		// match: a matched request then costs one scene hook, not two. Older
+		// releases name every request unmatched first.
+		"github.com/labstack/echo/v4": {{
+			needs: []string{"node.notFoundHandler"},
+			hooks: []routeHook{
+				{recv: "Router", name: "Find", params: "method, path string, c Context",
+					before: "if currentNode == nil && previousBestMatchNode == nil {\n\treturn\n}",
+					text:   `if currentNode == nil && previousBestMatchNode == nil { __matrix_rt_route(method, "") }; `},
+				{recv: "Router", name: "Find", params: "method, path string, c Context",
+					after: "ctx.handler = matchedRouteMethod.handler",
+					text:  `; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) } else { __matrix_rt_route(method, "") }`},
+				{recv: "Router", name: "Find", params: "method, path string, c Context",
+					after: "ctx.handler = NotFoundHandler",
+					text:  `; __matrix_rt_route(method, "")`},
+			},
+		}, {
+			needs: []string{"node.notFoundHandler"},
+			hooks: []routeHook{
+				{recv: "Router", name: "Find", params: "method, path string, c Context",
+					text: `__matrix_rt_route(method, ""); `},
+				{recv: "Router", name: "Find", params: "method, path string, c Context",
+					after: "ctx.handler = matchedRouteMethod.handler",
+					text:  "; if matchedRouteMethod != currentNode.notFoundHandler { __matrix_rt_route(method, rPath) }"},
+			},
+		}},
+		// chi v5: each router's routing of the request it serves; a mounted
+		// router routes after the router it is mounted on, and the pattern
+		// joins the patterns of both. A request for which a router finds no
+		// handler is unmatched; one it routes is named once, after its
+		// pattern: the one the router has just set on the request, or in
+		// releases that set none (or only the router's own part, before
+		// v5.3), RoutePattern just before the handler runs. Lookups that serve
+		// nothing (Match and Find, which middleware and handlers call to look
+		// ahead) leave the scene alone. A release of yet another shape is named
+		// in FindRoute, which such lookups call too.
+		"github.com/go-chi/chi/v5": {
+			chiRouting(chiPattern, chiNotFound),
+			chiRouting(chiRoutePattern, chiNotFound, "Context.RoutePattern"),
+			chiRouting(chiRoutePattern, chiNotFoundV500, "Context.RoutePattern"),
+			{
+				needs: []string{"Context.RouteMethod", "Context.RoutePattern"},
+				hooks: []routeHook{
+					{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
+						after: "rn := n.findRoute(rctx, method, path)",
+						text:  `; if rn == nil || __matrix_rt_active() && rn.endpoints[method].pattern == "" { __matrix_rt_route(rctx.RouteMethod, "") }`},
+					{recv: "node", name: "FindRoute", params: "rctx *Context, method methodTyp, path string",
+						after: "rctx.RoutePatterns = append(rctx.RoutePatterns, rctx.routePattern)",
+						text:  "; if __matrix_rt_active() { __matrix_rt_route(rctx.RouteMethod, rctx.RoutePattern()) }"},
+				},
+			}},
+		// gorilla/mux: the router's match; a subrouter's route has the full
+		// path template.
+		"github.com/gorilla/mux": {{
+			needs: []string{"Route.GetPathTemplate", "RouteMatch.Route", "RouteMatch.MatchErr"},
+			hooks: []routeHook{
+				{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
+					text: `__matrix_rt_route(req.Method, ""); `},
+				{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
+					after: "handler = match.Handler",
+					text:  "; if match.Route != nil && match.MatchErr == nil { __matrix_rt_template(req.Method, match.Route) }"},
+			},
+		}},
+		// httprouter keeps no route's path past its registration: each
+		// handle is wrapped where it is registered. (Its module declares no
+		// Go version: the statements are Go 1.7's.)
+		"github.com/julienschmidt/httprouter": {{
+			hooks: []routeHook{
+				{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
+					text: `__matrix_rt_route(req.Method, ""); `},
+				{recv: "Router", name: "Handle", params: "method, path string, handle Handle",
+					text: "if handle != nil { handle = " + namedWrapper("Handle", "", "w http.ResponseWriter, r *http.Request, p Params", "h(w, r, p)") +
+						"(handle, __matrix_rt_name(method, path)) }; "},
+			},
+		}},
+		// echo v5: the router hands every request's route to its context
+		// (InitializeRoute), the route's path as registered (groups included)
+		// when it matched one, and an empty path or a RouteNotFound route's
+		// when it matched none: those are unmatched. The scene's method is the
+		// request's (a HEAD request routed to a GET route stays HEAD).
+		"github.com/labstack/echo/v5": {{
+			needs: []string{"Context.request", "RouteInfo.Method", "RouteInfo.Path"},
+			hooks: []routeHook{
+				{recv: "Context", name: "InitializeRoute", params: "ri *RouteInfo, pathValues *PathValues",
+					text: `if ri.Path != "" && ri.Method != RouteNotFound { __matrix_rt_route(c.request.Method, ri.Path) } else { __matrix_rt_route(c.request.Method, "") }; `},
+			},
+		}},
+		// connect (v1): each procedure's handler names the request after its
+		// procedure, "POST /acme.foo.v1.FooService/Bar", whichever router
+		// mounted it (a ServeMux knows only the service's prefix).
+		"connectrpc.com/connect": {{
+			needs: []string{"Handler.spec", "Spec.Procedure"},
+			hooks: []routeHook{
+				{recv: "Handler", name: "ServeHTTP", params: "responseWriter http.ResponseWriter, request *http.Request",
+					text: "__matrix_rt_route(request.Method, h.spec.Procedure); "},
+			},
+		}},
+		// grpc-gateway (v2): the handlers it generates annotate each request's
+		// context with the route's path template ("/v1/orders/{id}", a
+		// constant of the generated code) before they call the service: the
+		// request is named after it there, while it records.
+		"github.com/grpc-ecosystem/grpc-gateway/v2/runtime": {{
+			needs: []string{"HTTPPathPattern", "DefaultContextTimeout"},
+			hooks: []routeHook{
+				{name: "annotateContext", params: "ctx context.Context, mux *ServeMux, req *http.Request, rpcMethodName string, options ...AnnotateContextOption",
+					before: "timeout := DefaultContextTimeout",
+					text:   "if __matrix_rt_active() { if p, ok := HTTPPathPattern(ctx); ok { __matrix_rt_route(req.Method, p) } }; "},
+			},
+		}},
+		// go-zero's REST router keeps no route's path past its registration
+		// either: each route's handler (go-zero's middleware chain with the
+		// route's function at its end) is wrapped where the router registers
+		// it, so that the request is named on its own goroutine before the
+		// chain runs (its timeout middleware runs the rest on another). A
+		// request is unmatched where the router finds no route for it.
+		"github.com/zeromicro/go-zero/rest/router": {{
+			needs: []string{"patRouter.trees", "patRouter.notFound"},
+			hooks: []routeHook{
+				{recv: "patRouter", name: "Handle", params: "method, reqPath string, handler http.Handler",
+					text: "if handler != nil { handler = " + namedWrapper("http.Handler", "http.HandlerFunc", "w http.ResponseWriter, r *http.Request", "h.ServeHTTP(w, r)") +
+						"(handler, __matrix_rt_name(method, path.Clean(reqPath))) }; "},
+				{recv: "patRouter", name: "ServeHTTP", params: "w http.ResponseWriter, r *http.Request",
+					before: "allows, ok := pr.methodsAllowed(r.Method, reqPath)",
+					text:   `__matrix_rt_route(r.Method, ""); `},
+			},
+		}},
+		// fiber v2: the app's match, with the route's path as registered
+		// (groups and mounted apps included). A route a middleware is used on
+		// (route.use) matches a prefix and names nothing: the request is
+		// named by the route that handles it, once its middleware passes it
+		// on, and unmatched where fiber answers 404 for want of any. The
+		// request itself is a dispatch of fasthttp's server (below).
+		"github.com/gofiber/fiber/v2": {fiberRouting("Ctx", "c.method",
+			`err := NewError(StatusNotFound, "Cannot "+c.method+" "+html.EscapeString(c.pathOriginal))`, "Ctx.method")},
+		// fiber v3: as v2, with its default context (a custom context keeps
+		// the scene "http").
+		"github.com/gofiber/fiber/v3": {fiberRouting("DefaultCtx", "c.Method()",
+			"if c.matched {\n\treturn false, ErrNotFound\n}", "DefaultReq.Method")},
+		// fasthttp: every request its server hands to the handler is a
+		// dispatch, as net/http's are (see fastServe), a server entering its
+		// accept loop makes the service ready, and each attempt of a client
+		// request is a boundary (fastClient). The function that serves
+		// a connection was split in v1.7x: newest first.
+		"github.com/valyala/fasthttp": {
+			fastServe("serveConnCounted", "c net.Conn, countConcurrency bool"),
+			fastServe("serveConn", "c net.Conn"),
 		},
-	}},
-	// httprouter keeps no route's path past its registration: each
-	// handle is wrapped where it is registered. (Its module declares no
-	// Go version: the statements are Go 1.7's.)
-	"github.com/julienschmidt/httprouter": {{
-		hooks: []routeHook{
-			{recv: "Router", name: "ServeHTTP", params: "w http.ResponseWriter, req *http.Request",
-				text: `__matrix_rt_route(req.Method, ""); `},
-			{recv: "Router", name: "Handle", params: "method, path string, handle Handle",
-				text: "if handle != nil { handle = " + namedWrapper("Handle", "", "w http.ResponseWriter, r *http.Request, p Params", "h(w, r, p)") +
-					"(handle, __matrix_rt_name(method, path)) }; "},
+		// hertz: every request its HTTP/1 server hands to the engine is a
+		// dispatch, as fasthttp's are (see hertzServe); the engine's match
+		// names the scene after the route's full path (groups included), and
+		// a request it answers with an error for want of a route (404, 405, or
+		// 400 for a request it cannot route) is unmatched. The tree's method
+		// names the route: the request's own method is a string over bytes
+		// the server reuses. Run makes the service ready.
+		"github.com/cloudwego/hertz/pkg/route": {{
+			needs: []string{"router.method", "nodeValue.fullPath", "nodeValue.handlers"},
+			hooks: []routeHook{
+				{recv: "Engine", name: "Run", params: "", text: "__matrix_rt_serving(); "},
+				{recv: "Engine", name: "ServeHTTP", params: "c context.Context, ctx *app.RequestContext",
+					after: "ctx.SetFullPath(value.fullPath)",
+					text:  "; __matrix_rt_route(t[i].method, value.fullPath)"},
+				{name: "serveError", params: "c context.Context, ctx *app.RequestContext, code int, defaultMessage []byte",
+					text: `if __matrix_rt_active() { __matrix_rt_route(__matrix_rt_method(ctx.Request.Header.Method()), "") }; `},
+			},
+		}},
+		// hertz's HTTP/1 server and client: each request the server hands to
+		// its engine (s.Core) is a dispatch, and each attempt of a host
+		// client's request a boundary (fastClient: the same fields). Releases
+		// before v0.4 hand the engine the connection's context.
+		"github.com/cloudwego/hertz/pkg/protocol/http1": {
+			hertzServe("cc"),
+			hertzServe("c"),
 		},
-	}},
-	// echo v5: the router hands every request's route to its context
-	// (InitializeRoute), the route's path as registered (groups included)
-	// when it matched one, and an empty path or a RouteNotFound route's
-	// when it matched none: those are unmatched. The scene's method is the
-	// request's (a HEAD request routed to a GET route stays HEAD).
-	"github.com/labstack/echo/v5": {{
-		needs: []string{"Context.request", "RouteInfo.Method", "RouteInfo.Path"},
-		hooks: []routeHook{
-			{recv: "Context", name: "InitializeRoute", params: "ri *RouteInfo, pathValues *PathValues",
-				text: `if ri.Path != "" && ri.Method != RouteNotFound { __matrix_rt_route(c.request.Method, ri.Path) } else { __matrix_rt_route(c.request.Method, "") }; `},
+		// NATS: each message an asynchronous subscription's handler processes
+		// is a dispatch of kind message named "nats", begun on the
+		// subscription's goroutine where it calls the handler, with the
+		// subscription's subject (a pattern when it has wildcards: bounded) as
+		// its scene, and the message's W3C trace context when its headers carry
+		// one (NATS header keys are case-sensitive: "traceparent", as
+		// OpenTelemetry's propagator writes it, or "Traceparent"). The call is
+		// not deferred around: the client recovers no handler's panic. A
+		// JetStream push subscription receives on a delivery subject (an inbox
+		// for an ephemeral consumer): its scene is the subject the program
+		// subscribed to. Releases before JetStream (no jsi) get the rule
+		// without it. Each message the connection publishes (Publish,
+		// PublishMsg, a request, JetStream's publish) is a boundary, which
+		// passes the dispatch's trace context on in the message's headers
+		// (natsPublish); releases whose publish is shaped otherwise get the
+		// rule without it.
+		"github.com/nats-io/nats.go": {
+			natsRule(true, &natsPublishV149), natsRule(true, &natsPublishV148), natsRule(true, &natsPublishV111),
+			natsRule(true, nil), natsRule(false, nil),
 		},
-	}},
-	// connect (v1): each procedure's handler names the request after its
-	// procedure, "POST /acme.foo.v1.FooService/Bar", whichever router
-	// mounted it (a ServeMux knows only the service's prefix).
-	"connectrpc.com/connect": {{
-		needs: []string{"Handler.spec", "Spec.Procedure"},
-		hooks: []routeHook{
-			{recv: "Handler", name: "ServeHTTP", params: "responseWriter http.ResponseWriter, request *http.Request",
-				text: "__matrix_rt_route(request.Method, h.spec.Procedure); "},
+		// NATS JetStream (the jetstream package): a pull consumer's Consume
+		// receives on an inbox of its own through an asynchronous subscription
+		// (above); the handler it is given is wrapped so that each message is
+		// named after the consumer's filter subject, when it has one, or else
+		// its stream: never the inbox, which changes with every Consume.
+		"github.com/nats-io/nats.go/jetstream": {{
+			needs: []string{"pullConsumer.stream", "pullConsumer.CachedInfo", "ConsumerInfo.Config", "ConsumerConfig.FilterSubject", "ConsumerConfig.FilterSubjects"},
+			hooks: []routeHook{
+				{recv: "pullConsumer", name: "Consume", params: "handler MessageHandler, opts ...PullConsumeOpt",
+					text: "if handler != nil { __matrix_rt_s := p.stream; if i := p.CachedInfo(); i != nil { if i.Config.FilterSubject != \"\" { __matrix_rt_s = i.Config.FilterSubject } else if len(i.Config.FilterSubjects) == 1 { __matrix_rt_s = i.Config.FilterSubjects[0] } }; " +
+						"handler = " + namedWrapper("MessageHandler", "", "msg Msg", "h(msg)") + "(handler, __matrix_rt_s) }; "},
+			},
+		}},
+		// gRPC: every unary and streaming call the server handles, and every
+		// call a client makes, every message a client stream sends or receives
+		// (a boundary named by its method and target). The server's shape
+		// changed twice: releases up to v1.59 handle a call with the server
+		// transport and a *transport.Stream, v1.60 to v1.68 add the context
+		// before them, v1.69 on take a *transport.ServerStream alone, and the
+		// newest handle unary and streaming calls in one function
+		// (processRPC). Each stream has a Method.
+		"google.golang.org/grpc": {
+			grpcServer("processRPC", "ctx context.Context, stream *transport.ServerStream"),
+			grpcServer("", "ctx context.Context, stream *transport.ServerStream"),
+			grpcServer("", "ctx context.Context, t transport.ServerTransport, stream *transport.Stream"),
+			grpcServer("", "t transport.ServerTransport, stream *transport.Stream"),
 		},
-	}},
-	// grpc-gateway (v2): the handlers it generates annotate each request's
-	// context with the route's path template ("/v1/orders/{id}", a
-	// constant of the generated code) before they call the service: the
-	// request is named after it there, while it records.
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime": {{
-		needs: []string{"HTTPPathPattern", "DefaultContextTimeout"},
-		hooks: []routeHook{
-			{name: "annotateContext", params: "ctx context.Context, mux *ServeMux, req *http.Request, rpcMethodName string, options ...AnnotateContextOption",
-				before: "timeout := DefaultContextTimeout",
-				text:   "if __matrix_rt_active() { if p, ok := HTTPPathPattern(ctx); ok { __matrix_rt_route(req.Method, p) } }; "},
-		},
-	}},
-	// go-zero's REST router keeps no route's path past its registration
-	// either: each route's handler (go-zero's middleware chain with the
-	// route's function at its end) is wrapped where the router registers
-	// it, so that the request is named on its own goroutine before the
-	// chain runs (its timeout middleware runs the rest on another). A
-	// request is unmatched where the router finds no route for it.
-	"github.com/zeromicro/go-zero/rest/router": {{
-		needs: []string{"patRouter.trees", "patRouter.notFound"},
-		hooks: []routeHook{
-			{recv: "patRouter", name: "Handle", params: "method, reqPath string, handler http.Handler",
-				text: "if handler != nil { handler = " + namedWrapper("http.Handler", "http.HandlerFunc", "w http.ResponseWriter, r *http.Request", "h.ServeHTTP(w, r)") +
-					"(handler, __matrix_rt_name(method, path.Clean(reqPath))) }; "},
-			{recv: "patRouter", name: "ServeHTTP", params: "w http.ResponseWriter, r *http.Request",
-				before: "allows, ok := pr.methodsAllowed(r.Method, reqPath)",
-				text:   `__matrix_rt_route(r.Method, ""); `},
-		},
-	}},
-	// fiber v2: the app's match, with the route's path as registered
-	// (groups and mounted apps included). A route a middleware is used on
-	// (route.use) matches a prefix and names nothing: the request is
-	// named by the route that handles it, once its middleware passes it
-	// on, and unmatched where fiber answers 404 for want of any. The
-	// request itself is a dispatch of fasthttp's server (below).
-	"github.com/gofiber/fiber/v2": {fiberRouting("Ctx", "c.method",
-		`err := NewError(StatusNotFound, "Cannot "+c.method+" "+html.EscapeString(c.pathOriginal))`, "Ctx.method")},
-	// fiber v3: as v2, with its default context (a custom context keeps
-	// the scene "http").
-	"github.com/gofiber/fiber/v3": {fiberRouting("DefaultCtx", "c.Method()",
-		"if c.matched {\n\treturn false, ErrNotFound\n}", "DefaultReq.Method")},
-	// fasthttp: every request its server hands to the handler is a
-	// dispatch, as net/http's are (see fastServe), a server entering its
-	// accept loop makes the service ready, and each attempt of a client
-	// request is a boundary (fastClient). The function that serves
-	// a connection was split in v1.7x: newest first.
-	"github.com/valyala/fasthttp": {
-		fastServe("serveConnCounted", "c net.Conn, countConcurrency bool"),
-		fastServe("serveConn", "c net.Conn"),
-	},
-	// hertz: every request its HTTP/1 server hands to the engine is a
-	// dispatch, as fasthttp's are (see hertzServe); the engine's match
-	// names the scene after the route's full path (groups included), and
-	// a request it answers with an error for want of a route (404, 405, or
-	// 400 for a request it cannot route) is unmatched. The tree's method
-	// names the route: the request's own method is a string over bytes
-	// the server reuses. Run makes the service ready.
-	"github.com/cloudwego/hertz/pkg/route": {{
-		needs: []string{"router.method", "nodeValue.fullPath", "nodeValue.handlers"},
-		hooks: []routeHook{
-			{recv: "Engine", name: "Run", params: "", text: "__matrix_rt_serving(); "},
-			{recv: "Engine", name: "ServeHTTP", params: "c context.Context, ctx *app.RequestContext",
-				after: "ctx.SetFullPath(value.fullPath)",
-				text:  "; __matrix_rt_route(t[i].method, value.fullPath)"},
-			{name: "serveError", params: "c context.Context, ctx *app.RequestContext, code int, defaultMessage []byte",
-				text: `if __matrix_rt_active() { __matrix_rt_route(__matrix_rt_method(ctx.Request.Header.Method()), "") }; `},
-		},
-	}},
-	// hertz's HTTP/1 server and client: each request the server hands to
-	// its engine (s.Core) is a dispatch, and each attempt of a host
-	// client's request a boundary (fastClient: the same fields). Releases
-	// before v0.4 hand the engine the connection's context.
-	"github.com/cloudwego/hertz/pkg/protocol/http1": {
-		hertzServe("cc"),
-		hertzServe("c"),
-	},
-	// NATS: each message an asynchronous subscription's handler processes
-	// is a dispatch of kind message named "nats", begun on the
-	// subscription's goroutine where it calls the handler, with the
-	// subscription's subject (a pattern when it has wildcards: bounded) as
-	// its scene, and the message's W3C trace context when its headers carry
-	// one (NATS header keys are case-sensitive: "traceparent", as
-	// OpenTelemetry's propagator writes it, or "Traceparent"). The call is
-	// not deferred around: the client recovers no handler's panic. A
-	// JetStream push subscription receives on a delivery subject (an inbox
-	// for an ephemeral consumer): its scene is the subject the program
-	// subscribed to. Releases before JetStream (no jsi) get the rule
-	// without it. Each message the connection publishes (Publish,
-	// PublishMsg, a request, JetStream's publish) is a boundary, which
-	// passes the dispatch's trace context on in the message's headers
-	// (natsPublish); releases whose publish is shaped otherwise get the
-	// rule without it.
-	"github.com/nats-io/nats.go": {
-		natsRule(true, &natsPublishV149), natsRule(true, &natsPublishV148), natsRule(true, &natsPublishV111),
-		natsRule(true, nil), natsRule(false, nil),
-	},
-	// NATS JetStream (the jetstream package): a pull consumer's Consume
-	// receives on an inbox of its own through an asynchronous subscription
-	// (above); the handler it is given is wrapped so that each message is
-	// named after the consumer's filter subject, when it has one, or else
-	// its stream: never the inbox, which changes with every Consume.
-	"github.com/nats-io/nats.go/jetstream": {{
-		needs: []string{"pullConsumer.stream", "pullConsumer.CachedInfo", "ConsumerInfo.Config", "ConsumerConfig.FilterSubject", "ConsumerConfig.FilterSubjects"},
-		hooks: []routeHook{
-			{recv: "pullConsumer", name: "Consume", params: "handler MessageHandler, opts ...PullConsumeOpt",
-				text: "if handler != nil { __matrix_rt_s := p.stream; if i := p.CachedInfo(); i != nil { if i.Config.FilterSubject != \"\" { __matrix_rt_s = i.Config.FilterSubject } else if len(i.Config.FilterSubjects) == 1 { __matrix_rt_s = i.Config.FilterSubjects[0] } }; " +
-					"handler = " + namedWrapper("MessageHandler", "", "msg Msg", "h(msg)") + "(handler, __matrix_rt_s) }; "},
-		},
-	}},
-	// gRPC: every unary and streaming call the server handles, and every
-	// call a client makes, every message a client stream sends or receives
-	// (a boundary named by its method and target). The server's shape
-	// changed twice: releases up to v1.59 handle a call with the server
-	// transport and a *transport.Stream, v1.60 to v1.68 add the context
-	// before them, v1.69 on take a *transport.ServerStream alone, and the
-	// newest handle unary and streaming calls in one function
-	// (processRPC). Each stream has a Method.
-	"google.golang.org/grpc": {
-		grpcServer("processRPC", "ctx context.Context, stream *transport.ServerStream"),
-		grpcServer("", "ctx context.Context, stream *transport.ServerStream"),
-		grpcServer("", "ctx context.Context, t transport.ServerTransport, stream *transport.Stream"),
-		grpcServer("", "t transport.ServerTransport, stream *transport.Stream"),
-	},
-}
+	}
+})
 
 // fiberRouting returns a rule of fiber's, in (*App).next, whose context
 // parameter is a *ctxType: a route that is not middleware names the
@@ -616,7 +619,7 @@ func RouteHooksMissing(pkg string) string {
 }
 
 // HasRouteHooks reports whether PatchRoutes may change package pkg.
-func HasRouteHooks(pkg string) bool { _, ok := routeRules[pkg]; return ok }
+func HasRouteHooks(pkg string) bool { _, ok := routeRules()[pkg]; return ok }
 
 // PatchRoutes adds the route hooks of a router, HTTP server or RPC server
 // package (gin, echo, chi, gorilla/mux, httprouter, fiber, fasthttp, gRPC)
@@ -628,7 +631,7 @@ func HasRouteHooks(pkg string) bool { _, ok := routeRules[pkg]; return ok }
 // requests.
 func PatchRoutes(pkg string, files []string, dir string) (out []string, note string, err error) {
 	var notes []string
-	for _, rule := range routeRules[pkg] {
+	for _, rule := range routeRules()[pkg] {
 		out, note, err := patchRoutesWith(pkg, rule, files, dir)
 		if err != nil || note == "" {
 			return out, "", err

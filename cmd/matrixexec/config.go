@@ -22,10 +22,11 @@ import (
 // MATRIX_ZEROCODE_MODULE, environment only, is checked here and read where
 // it is used (see zerocode.EnvModule).
 type config struct {
-	mapPath       string // method mapping file
+	mapPath       string // method mapping file (read it with mapFile)
 	mapSet        bool   // the map was named explicitly: its owner is not checked
-	blacklistPath string // blacklist file
+	blacklistPath string // blacklist file (read it with blacklistFile)
 	blacklistSet  bool   // the blacklist was named explicitly: it must exist
+	filesDone     bool   // mapPath and blacklistPath are complete (defaultFiles)
 	inlineBudget  int
 	returnExits   bool // exit hooks at the returns (-exits returns or copy)
 	copyBudget    int  // hook-free copies up to this cost (-exits copy)
@@ -147,6 +148,45 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	}
 	cfg.debugReject = nameSet(getenv("MATRIX_DEBUG_REJECT"))
 	cfg.debugPanic = nameSet(getenv("MATRIX_DEBUG_PANIC"))
+	cfg.log = zerolog.Nop()
+	switch cfg.logPath {
+	case "":
+	case "stderr":
+		cfg.log = zerolog.New(os.Stderr).With().Timestamp().Logger()
+	default:
+		f, err := os.OpenFile(cfg.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log: %w", err)
+		}
+		cfg.log = zerolog.New(f).With().Timestamp().Int("pid", os.Getpid()).Logger()
+	}
+	return cfg, fs.Args(), nil
+}
+
+// mapFile returns the id map's path: the one given, or the default (see
+// defaultFiles).
+func (cfg *config) mapFile() string {
+	cfg.defaultFiles()
+	return cfg.mapPath
+}
+
+// blacklistFile returns the blacklist's path: the one given, or the
+// default (see defaultFiles).
+func (cfg *config) blacklistFile() string {
+	cfg.defaultFiles()
+	return cfg.blacklistPath
+}
+
+// defaultFiles fills in the map and blacklist paths not given, once:
+// .matrix in the module (or workspace) root. Finding the root costs a walk
+// up the directory tree and a look at the go command's line, which the
+// questions cmd/go asks most (the tool ids) do not need.
+func (cfg *config) defaultFiles() {
+	if cfg.filesDone {
+		return
+	}
+	cfg.filesDone = true
+	getenv := cfg.getenv
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
 		dir := filepath.Join(gocmd.ModuleRoot(getenv), defaultDir)
 		if !gocmd.InModule(getenv) || gocmd.PkgAtVersion(goCommandLine()) {
@@ -173,33 +213,20 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 			*p = abs
 		}
 	}
-	cfg.log = zerolog.Nop()
-	switch cfg.logPath {
-	case "":
-	case "stderr":
-		cfg.log = zerolog.New(os.Stderr).With().Timestamp().Logger()
-	default:
-		f, err := os.OpenFile(cfg.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return nil, nil, fmt.Errorf("open log: %w", err)
-		}
-		cfg.log = zerolog.New(f).With().Timestamp().Int("pid", os.Getpid()).Logger()
-	}
-	return cfg, fs.Args(), nil
 }
 
 // openMap opens the id map. A new map records the build's module (see
 // mapOwner); the map at the default location must belong to it, while an
 // explicitly named map (-map, MATRIX_MAP) may be shared on purpose.
 func (cfg *config) openMap() (*idalloc.Map, error) {
-	m, err := idalloc.OpenWith(cfg.mapPath, cfg.mapOptions())
+	m, err := idalloc.OpenWith(cfg.mapFile(), cfg.mapOptions())
 	return m, mapError(err)
 }
 
 // mapIdentity returns the identity of the id map, which it opens (or
 // creates) and checks like openMap but without reading its records.
 func (cfg *config) mapIdentity() (string, error) {
-	id, _, err := idalloc.Identify(cfg.mapPath, cfg.mapOptions())
+	id, _, err := idalloc.Identify(cfg.mapFile(), cfg.mapOptions())
 	return id, mapError(err)
 }
 
@@ -275,10 +302,10 @@ var goCommandLine = gocmd.Line
 
 // zeroCodeConfig returns what zero-code mode takes from the configuration.
 func (cfg *config) zeroCodeConfig() *zerocode.Config {
-	zc := &zerocode.Config{Mode: cfg.zeroCode, OTLP: cfg.otlp, MapPath: cfg.mapPath, Log: &cfg.log,
+	zc := &zerocode.Config{Mode: cfg.zeroCode, OTLP: cfg.otlp, MapPath: cfg.mapFile(), Log: &cfg.log,
 		ConfigHash: func() (string, error) { return configHash(cfg) }}
-	if cfg.blacklistSet || exists(cfg.blacklistPath) {
-		zc.Blacklist = cfg.blacklistPath
+	if cfg.blacklistSet || exists(cfg.blacklistFile()) {
+		zc.Blacklist = cfg.blacklistFile()
 	}
 	return zc
 }

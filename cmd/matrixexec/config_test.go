@@ -26,11 +26,11 @@ func TestMapOutsideAnyModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := filepath.Join(userCacheDir("nomodule"), defaultMap)
-	if cfg.mapPath != want {
-		t.Errorf("map outside a module at %s, want %s", cfg.mapPath, want)
+	if cfg.mapFile() != want {
+		t.Errorf("map outside a module at %s, want %s", cfg.mapFile(), want)
 	}
-	if rel, err := filepath.Rel(wd, cfg.mapPath); err == nil && filepath.IsLocal(rel) {
-		t.Errorf("map %s is under the current directory %s", cfg.mapPath, wd)
+	if rel, err := filepath.Rel(wd, cfg.mapFile()); err == nil && filepath.IsLocal(rel) {
+		t.Errorf("map %s is under the current directory %s", cfg.mapFile(), wd)
 	}
 
 	// In a module, the map is the module's.
@@ -41,8 +41,8 @@ func TestMapOutsideAnyModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(wd, defaultDir, defaultMap); cfg.mapPath != want {
-		t.Errorf("map in a module at %s, want %s", cfg.mapPath, want)
+	if want := filepath.Join(wd, defaultDir, defaultMap); cfg.mapFile() != want {
+		t.Errorf("map in a module at %s, want %s", cfg.mapFile(), want)
 	}
 	// go install pkg@version ignores the module of the current directory:
 	// its ids go to the user's cache, not to that module's map.
@@ -67,8 +67,8 @@ func TestMapOutsideAnyModule(t *testing.T) {
 		if tc.inModule {
 			want = filepath.Join(wd, defaultDir, defaultMap)
 		}
-		if cfg.mapPath != want {
-			t.Errorf("%q: map at %s, want %s", tc.args, cfg.mapPath, want)
+		if cfg.mapFile() != want {
+			t.Errorf("%q: map at %s, want %s", tc.args, cfg.mapFile(), want)
 		}
 	}
 	goCommandLine = func() []string { return nil }
@@ -79,8 +79,8 @@ func TestMapOutsideAnyModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(userCacheDir("nomodule"), defaultMap); cfg.mapPath != want {
-		t.Errorf("map in GOPATH mode at %s, want %s", cfg.mapPath, want)
+	if want := filepath.Join(userCacheDir("nomodule"), defaultMap); cfg.mapFile() != want {
+		t.Errorf("map in GOPATH mode at %s, want %s", cfg.mapFile(), want)
 	}
 }
 

@@ -122,7 +122,7 @@ func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		usage(stdout)
 		return nil
 	}
-	if err := commands.Run(args, cfg.mapPath, stdin, stdout, stderr); !errors.Is(err, commands.ErrUnknown) {
+	if err := commands.Run(args, cfg.mapFile(), stdin, stdout, stderr); !errors.Is(err, commands.ErrUnknown) {
 		return err
 	}
 	if strings.HasPrefix(args[0], "-") {

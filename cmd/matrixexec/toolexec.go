@@ -279,7 +279,7 @@ func hashFile(exe string) ([]byte, error) {
 }
 
 func loadRules(cfg *config) (*blacklist.Rules, error) {
-	return blacklist.Load(cfg.blacklistPath, !cfg.blacklistSet)
+	return blacklist.Load(cfg.blacklistFile(), !cfg.blacklistSet)
 }
 
 // version returns the module version of this binary, or "dev" (never

@@ -15,6 +15,7 @@ package zerocode
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -721,72 +722,109 @@ func checkSameBuild(path, progFile, tracerFile string) error {
 // (this module's beat, tracer and internal trees and its go.mod) as
 // resolved in the build's module graph, or in MATRIX_ZEROCODE_MODULE's.
 func TracerSourceHash(goTool string) (string, error) {
-	dir, err := selfModuleDir(goTool)
+	m, err := selfModule(goTool)
 	if err != nil {
 		return "", err
 	}
-	return hashKept(dir)
+	return hashKept(m)
 }
 
-// hashKept returns hashTracerSources(dir), kept in the user cache
+// hashKept returns hashTracerSources(m.dir), kept in the user cache
 // directory.
-func hashKept(dir string) (string, error) {
+func hashKept(m moduleDir) (string, error) {
 	// cmd/go asks for the compiler's and the linker's tool ids on every
-	// build: the hash is kept in the user cache directory, keyed by the
-	// path, size and modification time of every file and directory it
-	// covers, so that an unchanged tree is listed but not read.
-	key := statcache.NewKey("zerocode-tracersrc").String(dir).File(filepath.Join(dir, "go.mod"))
-	for _, root := range tracerSourceRoots(dir) {
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				key.Dir(path)
+	// build: the hash is kept in the user cache directory. A module in the
+	// module cache never changes (its directory is its version's), so its
+	// directory is the key; sources that can change (the main module, a
+	// replacement by a directory) are keyed by the path, size and
+	// modification time of every file the hash covers and of their
+	// directories, so that an unchanged tree is listed but not read.
+	key := statcache.NewKey("zerocode-tracersrc").String(m.dir).File(filepath.Join(m.dir, "go.mod"))
+	if !m.immutable {
+		// The directory's modification time covers a file added,
+		// removed or renamed.
+		walkTracerSources(m.dir, func(dir string, entries []fs.DirEntry) {
+			key.File(dir)
+			for _, e := range entries {
+				if e.Type().IsRegular() && isTracerSource(e.Name()) {
+					key.File(filepath.Join(dir, e.Name()))
+				}
 			}
-			return nil
 		})
 	}
 	file, kept := statcache.Lookup(key)
 	if len(kept) == 16 {
 		return string(kept), nil
 	}
-	sum, err := hashTracerSources(dir)
+	sum, err := hashTracerSources(m.dir)
 	if err == nil {
 		statcache.Write(file, []byte(sum))
 	}
 	return sum, err
 }
 
-// tracerSourceRoots returns the directories under dir whose Go files
-// TracerSourceHash covers.
-func tracerSourceRoots(dir string) []string {
+// walkTracerSources calls visit for each directory under dir's tracer
+// source roots (beat, tracer and internal) that may hold a package (not
+// testdata, nor one the go command ignores: ".name", "_name"), with its
+// entries, read once.
+func walkTracerSources(dir string, visit func(dir string, entries []fs.DirEntry)) error {
+	var walk func(path string) error
+	walk = func(path string) error {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return err
+		}
+		visit(path, entries)
+		for _, e := range entries {
+			if name := e.Name(); e.IsDir() && name != "testdata" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_") {
+				if err := walk(filepath.Join(path, name)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	// internal whole: the tracer links several of its packages (abi,
 	// observe, sqlnorm, uuidv4), and hashing the others costs only their
 	// few files.
-	return []string{filepath.Join(dir, "beat"), filepath.Join(dir, "tracer"), filepath.Join(dir, "internal")}
+	for _, root := range []string{"beat", "tracer", "internal"} {
+		err := walk(filepath.Join(dir, root))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // a version of the module without it
+			return err
+		}
+	}
+	return nil
 }
 
-// hashTracerSources hashes the Go files (not tests) under the tracer's
-// source roots in dir, with their paths and sizes, and dir's go.mod.
+// isTracerSource reports whether a file name is one hashTracerSources
+// covers: Go files, not tests.
+func isTracerSource(name string) bool {
+	return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")
+}
+
+// hashTracerSources hashes the Go files (not tests) of the directories
+// walkTracerSources visits in dir, with their paths and sizes, and dir's
+// go.mod.
 func hashTracerSources(dir string) (string, error) {
 	h := sha256.New()
-	for _, root := range tracerSourceRoots(dir) {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil && path == root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipDir // a version of the module without it
+	var ferr error
+	err := walkTracerSources(dir, func(pkg string, entries []fs.DirEntry) {
+		for _, e := range entries {
+			if ferr != nil || !e.Type().IsRegular() || !isTracerSource(e.Name()) {
+				continue
 			}
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
+			path := filepath.Join(pkg, e.Name())
 			data, err := os.ReadFile(path)
 			if err != nil {
-				return err
+				ferr = err
+				return
 			}
 			fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(strings.TrimPrefix(path, dir)), len(data))
 			h.Write(data)
-			return nil
-		})
-		if err != nil {
-			return "", fmt.Errorf("hash %s sources: %w", blacklist.SelfModule, err)
 		}
+	})
+	if err = cmp.Or(err, ferr); err != nil {
+		return "", fmt.Errorf("hash %s sources: %w", blacklist.SelfModule, err)
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
 		h.Write(data)
@@ -794,26 +832,48 @@ func hashTracerSources(dir string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// selfModuleDir returns the directory of this module as the build's module
+// moduleDir is where the build's module graph resolves this module.
+type moduleDir struct {
+	dir string
+	// immutable: dir is in the module cache (a version of the module, or
+	// a replacement by a version), whose contents never change.
+	immutable bool
+}
+
+// selfModuleFormat is the go list -m template selfModule reads: the
+// module's directory, then "\tmodcache" when it is a module cache
+// directory (neither the main module nor a replacement by a directory).
+const selfModuleFormat = `{{.Dir}}{{if and (not .Main) (or (and .Replace .Replace.Version) (and (not .Replace) .Version))}}{{"\t"}}modcache{{end}}`
+
+// selfModule returns the directory of this module as the build's module
 // graph (or MATRIX_ZEROCODE_MODULE's) resolves it. cmd/go asks for the
 // compiler's and the linker's tool ids on every build, and each answer
 // needs it: it is kept in the user cache directory under graphKey, so that
 // the go command is run only when what decides the answer changes.
-func selfModuleDir(goTool string) (string, error) {
+func selfModule(goTool string) (moduleDir, error) {
 	file, b := statcache.Lookup(graphKey(statcache.NewKey("zerocode-moddir"), goTool))
-	if dir := string(b); dir != "" && exists(filepath.Join(dir, "go.mod")) {
-		return dir, nil
+	if m := parseSelfModule(string(b)); m.dir != "" && exists(filepath.Join(m.dir, "go.mod")) {
+		return m, nil
 	}
-	cmd := nestedGo(goTool, []string{"list", "-m", "-f", "{{.Dir}}", blacklist.SelfModule})
+	cmd := nestedGo(goTool, []string{"list", "-m", "-f", selfModuleFormat, blacklist.SelfModule})
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("locate %s: %w", blacklist.SelfModule, err)
+		return moduleDir{}, fmt.Errorf("locate %s: %w", blacklist.SelfModule, err)
 	}
-	dir := strings.TrimSpace(string(out))
-	if dir != "" {
-		statcache.Write(file, []byte(dir))
+	line := strings.TrimSpace(string(out))
+	m := parseSelfModule(line)
+	if m.dir != "" {
+		statcache.Write(file, []byte(line))
 	}
-	return dir, nil
+	return m, nil
+}
+
+// parseSelfModule parses a line of selfModuleFormat. A module cache
+// directory is named for its version (path@version): one that is not is
+// taken as sources that can change.
+func parseSelfModule(line string) moduleDir {
+	dir, tag, _ := strings.Cut(line, "\t")
+	return moduleDir{dir: dir, immutable: tag == "modcache" && strings.Contains(filepath.Base(dir), "@")}
 }
 
 func exists(path string) bool {
