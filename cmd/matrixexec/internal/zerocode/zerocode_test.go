@@ -103,20 +103,9 @@ func TestMentionsSelf(t *testing.T) {
 // The tracer's source hash is kept between answers, and an edit of a
 // source in place or a new file gives another one.
 func TestTracerSourceHashKept(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	dir := t.TempDir()
-	write := func(name, content string) { t.Helper(); writeFile(t, dir, name, content) }
-	write("go.mod", "module github.com/matrixgo/matrix\n")
-	write("beat/beat.go", "package beat\n")
+	dir, write, hashOf := tracerModule(t)
 	write("tracer/auto/local/local.go", "package local\n")
-	hash := func() string {
-		t.Helper()
-		sum, err := hashKept(moduleDir{dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
+	hash := func() string { t.Helper(); return hashOf(moduleDir{dir: dir}) }
 	first := hash()
 	if first != hash() {
 		t.Fatal("the same sources hash differently")
@@ -145,19 +134,7 @@ func TestTracerSourceHashKept(t *testing.T) {
 // testdata; and the directory of a module in the module cache, which never
 // changes, is not listed at all.
 func TestTracerSourceHashCovers(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	dir := t.TempDir()
-	write := func(name, content string) { t.Helper(); writeFile(t, dir, name, content) }
-	write("go.mod", "module github.com/matrixgo/matrix\n")
-	write("beat/beat.go", "package beat\n")
-	hash := func(m moduleDir) string {
-		t.Helper()
-		sum, err := hashKept(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
+	dir, write, hash := tracerModule(t)
 	first := hash(moduleDir{dir: dir})
 	write("beat/beat_test.go", "package beat\n")
 	write("tracer/testdata/x.go", "package x\n")
@@ -198,6 +175,26 @@ func TestParseSelfModule(t *testing.T) {
 			t.Errorf("parseSelfModule(%q) = %+v, want %+v", tc.line, got, tc.want)
 		}
 	}
+}
+
+// tracerModule makes a module of this module's path with a beat package
+// in a new directory, with a cache directory of its own, and returns the
+// directory, a function that writes a file in it, and hashKept.
+func tracerModule(t *testing.T) (dir string, write func(name, content string), hash func(moduleDir) string) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir = t.TempDir()
+	write = func(name, content string) { t.Helper(); writeFile(t, dir, name, content) }
+	write("go.mod", "module github.com/matrixgo/matrix\n")
+	write("beat/beat.go", "package beat\n")
+	hash = func(m moduleDir) string {
+		t.Helper()
+		sum, err := hashKept(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	return dir, write, hash
 }
 
 // writeFile writes content to dir/name, making its directory.
