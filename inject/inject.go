@@ -40,6 +40,9 @@ var routeSrc []byte
 //go:embed route/matrix_grpc.go
 var routeGRPCSrc []byte
 
+//go:embed route/matrix_connect.go
+var routeConnectSrc []byte
+
 //go:embed pkg/matrix_hooks.go
 var hooksSrc []byte
 
@@ -54,17 +57,23 @@ const (
 	StdHTTPFileName      = "zz_matrix_http.go"
 	RouteFileName        = "zz_matrix_route.go"
 	RouteGRPCFileName    = "zz_matrix_grpc.go"
+	RouteConnectFileName = "zz_matrix_connect.go"
 	HooksFileName        = "zz_matrix_hooks.go"
 	TestMainFileName     = "zz_matrix_testmain.go"
 )
 
 // IsDecls reports whether name is that of a declarations file matrixexec
 // adds to a router's, an RPC package's or a standard package's sources
-// (RouteFileName, RouteGRPCFileName, StdHTTPFileName): their functions are
+// (RouteFileName, RouteGRPCFileName, RouteConnectFileName,
+// StdHTTPFileName): their functions are
 // what the hooks call, and are not instrumented, so that what they record
 // belongs to the hooked function's frame.
 func IsDecls(name string) bool {
-	return name == RouteFileName || name == RouteGRPCFileName || name == StdHTTPFileName
+	switch name {
+	case RouteFileName, RouteGRPCFileName, RouteConnectFileName, StdHTTPFileName:
+		return true
+	}
+	return false
 }
 
 // Header is the first line of every file matrixexec generates, followed by
@@ -89,14 +98,15 @@ var (
 // of cmd/go, most of which need none of them): a source without the build
 // tag or a package clause is a defect of the matrixexec binary, and panics.
 var (
-	runtimeFile = sync.OnceValue(func() source { return parse("runtime/matrix_beat.go", runtimeSrc) })
-	stdFile     = sync.OnceValue(func() source { return parse("std/matrix_std.go", stdSrc) })
-	stdHTTPFile = sync.OnceValue(func() source { return parse("std/matrix_http.go", stdHTTPSrc) })
-	routeFile   = sync.OnceValue(func() source { return parse("route/matrix_route.go", routeSrc) })
-	routeGRPC   = sync.OnceValue(func() source { return parse("route/matrix_grpc.go", routeGRPCSrc) })
-	hooksFile   = sync.OnceValue(func() source { return parse("pkg/matrix_hooks.go", hooksSrc) })
-	mainFile    = sync.OnceValue(func() source { return parse("main/matrix_main.go", mainSrc) })
-	mainDecls   = sync.OnceValue(func() []byte { return mustCut("main/matrix_main.go", mainSrc, mainImport) })
+	runtimeFile  = sync.OnceValue(func() source { return parse("runtime/matrix_beat.go", runtimeSrc) })
+	stdFile      = sync.OnceValue(func() source { return parse("std/matrix_std.go", stdSrc) })
+	stdHTTPFile  = sync.OnceValue(func() source { return parse("std/matrix_http.go", stdHTTPSrc) })
+	routeFile    = sync.OnceValue(func() source { return parse("route/matrix_route.go", routeSrc) })
+	routeGRPC    = sync.OnceValue(func() source { return parse("route/matrix_grpc.go", routeGRPCSrc) })
+	routeConnect = sync.OnceValue(func() source { return parse("route/matrix_connect.go", routeConnectSrc) })
+	hooksFile    = sync.OnceValue(func() source { return parse("pkg/matrix_hooks.go", hooksSrc) })
+	mainFile     = sync.OnceValue(func() source { return parse("main/matrix_main.go", mainSrc) })
+	mainDecls    = sync.OnceValue(func() []byte { return mustCut("main/matrix_main.go", mainSrc, mainImport) })
 )
 
 // Runtime returns the recorder's file for package runtime and the file of
@@ -137,6 +147,13 @@ func Route(pkgName string) []byte {
 // trace context on in a call's metadata and to read it.
 func RouteGRPC(pkgName string) []byte {
 	return routeGRPC().render(pkgName)
+}
+
+// RouteConnect returns the second declarations file of
+// connectrpc.com/connect/v2/connecthttp (its package clause's name is
+// pkgName): what its hooks call to name a request after its procedure.
+func RouteConnect(pkgName string) []byte {
+	return routeConnect().render(pkgName)
 }
 
 // Hooks returns the hooks file of an instrumented package named pkgName

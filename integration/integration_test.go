@@ -190,6 +190,7 @@ var fullOnly = map[string]string{
 	"buildmodes":     "compiles the standard library once per build mode (race, PIE, cover, -N -l, other systems)",
 	"fw_chi":         framework,
 	"fw_connect":     framework,
+	"fw_connect2":    framework,
 	"fw_echo":        framework,
 	"fw_echo5":       framework,
 	"fw_fasthttp":    framework,

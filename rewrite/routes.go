@@ -231,6 +231,22 @@ var routeRules = sync.OnceValue(func() map[string][]routeRule {
 					text: "__matrix_rt_route(request.Method, h.spec.Procedure); "},
 			},
 		}},
+		// connect v2: the handler its HTTP transport mounts for each
+		// procedure names the request after it. Mount's catch-all for a
+		// service builds such a handler for each request of an unknown
+		// method, with the request's path as its procedure: the procedures
+		// Mount mounted are kept, and a request for any other is unmatched.
+		"connectrpc.com/connect/v2/connecthttp": {{
+			needs: []string{"handler.spec", "newProcedureHandler", "newUnknownMethodHandler"},
+			hooks: []routeHook{
+				{name: "Mount", params: "mux ServeMux, server *connect.Server, options ...Option",
+					after: "mux.Handle(spec.Procedure, newProcedureHandler(server, spec, &opts))",
+					text:  "; __matrix_rt_connect_mounted(spec.Procedure)"},
+				{recv: "handler", name: "ServeHTTP", params: "responseWriter http.ResponseWriter, request *http.Request",
+					text: "__matrix_rt_connect_route(request.Method, h.spec.Procedure); "},
+			},
+			decls: connectDecls,
+		}},
 		// grpc-gateway (v2): the handlers it generates annotate each request's
 		// context with the route's path template ("/v1/orders/{id}", a
 		// constant of the generated code) before they call the service: the
@@ -481,6 +497,12 @@ func grpcServer(fn, lead string) routeRule {
 // call's metadata.
 func grpcDecls(pkgName string) (string, []byte) {
 	return inject.RouteGRPCFileName, inject.RouteGRPC(pkgName)
+}
+
+// connectDecls is connect v2's second declarations file: the procedures
+// its transport mounted.
+func connectDecls(pkgName string) (string, []byte) {
+	return inject.RouteConnectFileName, inject.RouteConnect(pkgName)
 }
 
 // grpcNeeds are the members gRPC's hooks use, in every release they fit.

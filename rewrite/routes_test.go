@@ -1423,6 +1423,76 @@ func TestPatchRoutesConnect(t *testing.T) {
 	}
 }
 
+// connect2Shape is the part of connect v2's HTTP transport that its hooks
+// rely on, and connect2Stubs the part of connect v2 it uses.
+const connect2Shape = `package connecthttp
+
+import (
+	"net/http"
+
+	"connectrpc.com/connect/v2"
+)
+
+type ServeMux interface {
+	Handle(pattern string, handler http.Handler)
+}
+
+type Option interface{}
+
+type options struct{}
+
+func defaultOptions() options { return options{} }
+
+type handler struct{ spec connect.Spec }
+
+func (h *handler) ServeHTTP(responseWriter http.ResponseWriter, request *http.Request) {
+	responseWriter.WriteHeader(http.StatusOK)
+}
+
+func newProcedureHandler(server *connect.Server, spec connect.Spec, opts *options) http.Handler {
+	return &handler{spec: spec}
+}
+
+func newUnknownMethodHandler(server *connect.Server, opts *options) http.Handler {
+	return newProcedureHandler(server, connect.Spec{}, opts)
+}
+
+func Mount(mux ServeMux, server *connect.Server, options ...Option) {
+	opts := defaultOptions()
+	for spec := range server.Specs() {
+		mux.Handle(spec.Procedure, newProcedureHandler(server, spec, &opts))
+	}
+	mux.Handle("/", newUnknownMethodHandler(server, &opts))
+}
+`
+
+var connect2Stubs = map[string]string{"connectrpc.com/connect/v2": `package connect
+
+import "iter"
+
+type Spec struct{ Procedure string }
+
+type Server struct{ specs []Spec }
+
+func (s *Server) Specs() iter.Seq[Spec] { return nil }
+`}
+
+// TestPatchRoutesConnect2: connect v2's transport keeps each procedure it
+// mounts, and its handler names the request after its procedure (or
+// unmatched, see RouteConnect); the patched package type-checks with both
+// declarations files.
+func TestPatchRoutesConnect2(t *testing.T) {
+	out, _ := patchShape(t, "connectrpc.com/connect/v2/connecthttp", connect2Shape, connect2Stubs)
+	for _, want := range []string{
+		"func (h *handler) ServeHTTP(responseWriter http.ResponseWriter, request *http.Request) {__matrix_rt_connect_route(request.Method, h.spec.Procedure); ",
+		"mux.Handle(spec.Procedure, newProcedureHandler(server, spec, &opts)); __matrix_rt_connect_mounted(spec.Procedure)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("patched file has no %q:\n%s", want, out)
+		}
+	}
+}
+
 // gatewayShape is the part of grpc-gateway's runtime that its hook relies
 // on.
 const gatewayShape = `package runtime

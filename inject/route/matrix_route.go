@@ -2,8 +2,8 @@
 
 // This file is added to the routers, HTTP servers and RPC servers that
 // matrixexec hooks (gin, echo v4 and v5, chi, gorilla/mux, httprouter,
-// go-zero, fiber, fasthttp, hertz, connect, grpc-gateway, gRPC, NATS;
-// see rewrite.PatchRoutes).
+// go-zero, fiber, fasthttp, hertz, connect v1 and v2, grpc-gateway, gRPC,
+// NATS; see rewrite.PatchRoutes).
 // It is Go 1.7's (no generics, no any): httprouter's module declares no
 // Go version, and so compiles with -lang=go1.7.
 // matrixexec renders it with the package clause of the package it joins and
