@@ -65,9 +65,9 @@ const (
 // IsDecls reports whether name is that of a declarations file matrixexec
 // adds to a router's, an RPC package's or a standard package's sources
 // (RouteFileName, RouteGRPCFileName, RouteConnectFileName,
-// StdHTTPFileName): their functions are
-// what the hooks call, and are not instrumented, so that what they record
-// belongs to the hooked function's frame.
+// StdHTTPFileName): their functions are what the hooks call, and are not
+// instrumented, so that what they record belongs to the hooked function's
+// frame.
 func IsDecls(name string) bool {
 	switch name {
 	case RouteFileName, RouteGRPCFileName, RouteConnectFileName, StdHTTPFileName:
