@@ -395,6 +395,10 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 			nd.Depth = nodes[nd.Parent].Depth + 1
 		}
 		stack = append(stack, i)
+		if isBoundKind(f.Kind) {
+			nd.Name, nd.Func, nd.Bound = f.Func, f.Func, f.Func
+			continue
+		}
 		switch f.Kind {
 		case frameKindWait:
 			nd.Func, nd.File, nd.Line = f.Func, f.File, f.Line
@@ -404,9 +408,6 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 			}
 			nd.Name = "[" + reason + "]"
 			nd.WokenBy = wakerName(f.WokenBy)
-			continue
-		case frameKindDB, frameKindHTTP, frameKindRPC, frameKindPublish:
-			nd.Name, nd.Func, nd.Bound = f.Func, f.Func, f.Func
 			continue
 		case "", frameKindGoroutine, frameKindInline:
 		default:

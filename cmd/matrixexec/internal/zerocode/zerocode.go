@@ -15,7 +15,6 @@ package zerocode
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -743,13 +742,14 @@ func hashKept(m moduleDir) (string, error) {
 	if !m.immutable {
 		// The directory's modification time covers a file added,
 		// removed or renamed.
-		walkTracerSources(m.dir, func(dir string, entries []fs.DirEntry) {
+		_ = walkTracerSources(m.dir, func(dir string, entries []fs.DirEntry) error {
 			key.File(dir)
 			for _, e := range entries {
 				if e.Type().IsRegular() && isTracerSource(e.Name()) {
 					key.File(filepath.Join(dir, e.Name()))
 				}
 			}
+			return nil
 		})
 	}
 	file, kept := statcache.Lookup(key)
@@ -766,15 +766,17 @@ func hashKept(m moduleDir) (string, error) {
 // walkTracerSources calls visit for each directory under dir's tracer
 // source roots (beat, tracer and internal) that may hold a package (not
 // testdata, nor one the go command ignores: ".name", "_name"), with its
-// entries, read once.
-func walkTracerSources(dir string, visit func(dir string, entries []fs.DirEntry)) error {
+// entries, read once. The walk stops at visit's first error.
+func walkTracerSources(dir string, visit func(dir string, entries []fs.DirEntry) error) error {
 	var walk func(path string) error
 	walk = func(path string) error {
 		entries, err := os.ReadDir(path)
 		if err != nil {
 			return err
 		}
-		visit(path, entries)
+		if err := visit(path, entries); err != nil {
+			return err
+		}
 		for _, e := range entries {
 			if name := e.Name(); e.IsDir() && name != "testdata" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_") {
 				if err := walk(filepath.Join(path, name)); err != nil {
@@ -807,23 +809,22 @@ func isTracerSource(name string) bool {
 // go.mod.
 func hashTracerSources(dir string) (string, error) {
 	h := sha256.New()
-	var ferr error
-	err := walkTracerSources(dir, func(pkg string, entries []fs.DirEntry) {
+	err := walkTracerSources(dir, func(pkg string, entries []fs.DirEntry) error {
 		for _, e := range entries {
-			if ferr != nil || !e.Type().IsRegular() || !isTracerSource(e.Name()) {
+			if !e.Type().IsRegular() || !isTracerSource(e.Name()) {
 				continue
 			}
 			path := filepath.Join(pkg, e.Name())
 			data, err := os.ReadFile(path)
 			if err != nil {
-				ferr = err
-				return
+				return err
 			}
 			fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(strings.TrimPrefix(path, dir)), len(data))
 			h.Write(data)
 		}
+		return nil
 	})
-	if err = cmp.Or(err, ferr); err != nil {
+	if err != nil {
 		return "", fmt.Errorf("hash %s sources: %w", blacklist.SelfModule, err)
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
