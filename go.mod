@@ -9,7 +9,6 @@ require (
 	github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
 	github.com/google/uuid v1.6.0
 	github.com/rogpeppe/go-internal v1.14.1
-	github.com/rs/zerolog v1.35.1
 	go.opentelemetry.io/proto/otlp v1.9.0
 	golang.org/x/tools v0.40.0
 	google.golang.org/grpc v1.75.1
@@ -22,8 +21,6 @@ require (
 	github.com/gobwas/pool v0.2.1 // indirect
 	github.com/gobwas/ws v1.4.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.2 // indirect
-	github.com/mattn/go-colorable v0.1.14 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
 	golang.org/x/net v0.48.0 // indirect
 	golang.org/x/sys v0.39.0 // indirect
 	golang.org/x/text v0.32.0 // indirect

@@ -161,7 +161,7 @@ timed() {
 }
 
 MX=$TMP/bin/matrixexec
-(cd "$ROOT" && go build -o "$MX" ./cmd/matrixexec)
+(cd "$ROOT" && go build -o "$TMP/bin/" ./cmd/matrixexec/...) # with matrixreport, for matrixexec show
 SVC=$TMP/svc
 service "$SVC"
 log "service module in $SVC, load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/google/uuid"
+	"github.com/matrixgo/matrix/internal/uuidv4"
 )
 
 // CorruptError reports a mapping or skipped file that cannot be trusted: a
@@ -131,8 +131,7 @@ func parseHeader(line string) (identity, msg string) {
 	if !ok {
 		return "", fmt.Sprintf("header has no map identity: %q", line)
 	}
-	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
+	if !uuidv4.Canonical(id) {
 		return "", fmt.Sprintf("header has a garbled map identity %q", id)
 	}
 	return id, ""

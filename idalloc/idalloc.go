@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/uuid"
 	"github.com/matrixgo/matrix/internal/abi"
+	"github.com/matrixgo/matrix/internal/uuidv4"
 	"github.com/rogpeppe/go-internal/lockedfile"
 )
 
@@ -270,12 +270,9 @@ func (m *Map) create(owner Owner) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fileError("create map", m.path, err, "")
 	}
-	id, err := uuid.NewRandom()
-	if err != nil {
-		return fmt.Errorf("idalloc: create map %s: new identity: %w", m.path, err)
-	}
-	content := headerPrefix + headerVersion + " id=" + id.String() + "\n" + owner.line() + columnsLine
-	tmp := fmt.Sprintf("%s.tmp%d-%s", m.path, os.Getpid(), id.String()[:8])
+	id := uuidv4.Random()
+	content := headerPrefix + headerVersion + " id=" + id + "\n" + owner.line() + columnsLine
+	tmp := fmt.Sprintf("%s.tmp%d-%s", m.path, os.Getpid(), id[:8])
 	f, err := ops.openFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return fileError("create map", m.path, err, "")

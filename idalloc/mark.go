@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
+	"github.com/matrixgo/matrix/internal/uuidv4"
 )
 
 // # High-water marks
@@ -235,13 +235,10 @@ func (m *Map) renew(dir, identity string) error {
 	if headerIdentity(string(data)) != identity || hasRecord(string(data), markLine) {
 		return nil // renewed by another process meanwhile, or a false alarm
 	}
-	id, err := uuid.NewRandom()
-	if err != nil {
-		return fmt.Errorf("idalloc: renew map %s: new identity: %w", m.path, err)
-	}
+	id := uuidv4.Random()
 	nl := strings.IndexByte(string(data), '\n')
-	content := headerPrefix + headerVersion + " id=" + id.String() + string(data[nl:])
-	tmp := fmt.Sprintf("%s.tmp%d-%s", m.path, os.Getpid(), id.String()[:8])
+	content := headerPrefix + headerVersion + " id=" + id + string(data[nl:])
+	tmp := fmt.Sprintf("%s.tmp%d-%s", m.path, os.Getpid(), id[:8])
 	f, err := ops.openFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return fileError("renew map", m.path, err, "the map was restored to an earlier content and could not be given a new identity")
@@ -264,6 +261,6 @@ func (m *Map) renew(dir, identity string) error {
 		return fileError("renew map", m.path, err, "the map was restored to an earlier content and could not be given a new identity")
 	}
 	syncDir(filepath.Dir(m.path))
-	writeMark(dir, id.String(), lastRecord(content), false)
+	writeMark(dir, id, lastRecord(content), false)
 	return nil
 }

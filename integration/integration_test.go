@@ -35,7 +35,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = filepath.Join(dir, "bin")
-	cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "../cmd/matrixexec")
+	cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "../cmd/matrixexec/...")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building matrixexec:", err)

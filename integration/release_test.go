@@ -47,7 +47,7 @@ func TestBuiltWithRelease(t *testing.T) {
 		ran = true
 		t.Run(v, func(t *testing.T) {
 			bin := t.TempDir()
-			cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../cmd/matrixexec")
+			cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../cmd/matrixexec/...")
 			cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+v)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("building matrixexec with %s: %v\n%s", v, err, out)

@@ -76,7 +76,7 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 	}
 	pkg := c.ImportPath()
 	files := c.Operands
-	log := cfg.log.With().Str("pkg", pkg).Logger()
+	log := cfg.log.With("pkg", pkg)
 
 	tmp, err := os.MkdirTemp("", "matrixexec-")
 	if err != nil {
@@ -97,23 +97,23 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 			}
 		}
 		newFiles, err = rewrite.PatchRuntime(files, tmp, cfg.debugHooks, !cfg.returnExits)
-		log.Debug().Err(err).Msg("patched runtime")
+		log.Debug("patched runtime", "error", err)
 	case pkg == abiPkg:
 		if err := checkABI(files); err != nil {
 			return err
 		}
 	case rewrite.HasStdHooks(pkg):
 		newFiles, err = rewrite.PatchStd(pkg, files, tmp)
-		log.Debug().Err(err).Msg("added dispatch hooks")
+		log.Debug("added dispatch hooks", "error", err)
 	case pkg == beatPkg:
 		if err := checkBeatABI(c); err != nil {
 			return err
 		}
 		newFiles = linkFiles(files, beatPlainFile, beatLinkedFile)
-		log.Debug().Msg("linked beat to the runtime")
+		log.Debug("linked beat to the runtime")
 	case pkg == tracerPkg:
 		newFiles = linkFiles(files, tracerPlainFile, tracerLinkedFile)
-		log.Debug().Msg("linked the tracer to the runtime")
+		log.Debug("linked the tracer to the runtime")
 	default:
 		if routes && rewrite.HasRouteHooks(pkg) {
 			routed, note, rerr := rewrite.PatchRoutes(pkg, files, tmp)
@@ -123,7 +123,7 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 			if note != "" {
 				fmt.Fprintf(stderr, "matrixexec: note: %s left without route hooks (%s): %s\n", pkg, note, rewrite.RouteHooksMissing(pkg))
 			}
-			log.Debug().Str("note", note).Msg("added route hooks")
+			log.Debug("added route hooks", "note", note)
 			// The hooked files are the package's sources from here on,
 			// instrumented or not.
 			files = routed
@@ -191,7 +191,7 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 	}
 	if failure != nil {
 		fmt.Fprintf(stderr, "matrixexec: warning: package %s left uninstrumented: %v (MATRIX_STRICT=1 fails the build instead, with the details)\n", pkg, failure.err)
-		log.Warn().Err(failure.err).Msg("rewrite failed: package left uninstrumented")
+		log.Warn("rewrite failed: package left uninstrumented", "error", failure.err)
 	}
 	if after != nil {
 		return after(out)
@@ -334,7 +334,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]stri
 		return nil, err
 	}
 	if ok, reason := rules.Package(pkg, c.Has("std")); !ok {
-		cfg.log.Debug().Str("pkg", pkg).Str("reason", reason).Msg("package not instrumented")
+		cfg.log.Debug("package not instrumented", "pkg", pkg, "reason", reason)
 		return &instrumented{}, nil
 	}
 	var srcs []string
@@ -407,7 +407,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]stri
 	}
 	inst := &instrumented{skippedPath: m.SkippedPath(), dir: dir}
 	if len(plan.Funcs) == 0 {
-		cfg.log.Debug().Str("pkg", pkg).Int("skipped", len(plan.Skips)).Msg("nothing to instrument")
+		cfg.log.Debug("nothing to instrument", "pkg", pkg, "skipped", len(plan.Skips))
 		return inst, nil
 	}
 	funcs := make([]idalloc.Func, len(plan.Funcs))
@@ -453,7 +453,7 @@ func instrument(cfg *config, c *toolcmd.Cmd, dir string, exclude map[string]stri
 	if err := os.WriteFile(hooksPath, hooks, 0o600); err != nil {
 		return nil, fmt.Errorf("instrument %s: %w", pkg, err)
 	}
-	cfg.log.Debug().Str("pkg", pkg).Int("instrumented", len(plan.Funcs)).Int("skipped", len(plan.Skips)).Int("copied", len(plan.Copied)).Msg("instrumented")
+	cfg.log.Debug("instrumented", "pkg", pkg, "instrumented", len(plan.Funcs), "skipped", len(plan.Skips), "copied", len(plan.Copied))
 	// First: it declares __matrix_on, which must precede the package's own
 	// variables in declaration order (see rewrite.Plan.HooksFile).
 	inst.files = append([]string{hooksPath}, newFiles...)

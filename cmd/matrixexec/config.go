@@ -10,11 +10,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/defaults"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/matrixgo/matrix/rewrite"
-	"github.com/rs/zerolog"
+	"log/slog"
 )
 
 // config is the build configuration: flags inside the -toolexec string
@@ -40,17 +41,10 @@ type config struct {
 	strict        bool            // a rewrite the compiler rejects fails the build
 	debugReject   map[string]bool // functions (pkg.Func) whose rewrite is made to fail
 	debugPanic    map[string]bool // packages whose rewrite is made to panic
-	log           zerolog.Logger
+	log           *slog.Logger
 	getenv        func(string) string
 	posBases      []string // the directories mapPos makes positions relative to
 }
-
-// Default locations, relative to the module (or workspace) root.
-const (
-	defaultDir       = ".matrix"
-	defaultMap       = "methodMapping.txt"
-	defaultBlacklist = "blacklist.txt"
-)
 
 func parseConfig(args []string, getenv func(string) string) (*config, []string, error) {
 	cfg := &config{getenv: getenv}
@@ -148,17 +142,21 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	}
 	cfg.debugReject = nameSet(getenv("MATRIX_DEBUG_REJECT"))
 	cfg.debugPanic = nameSet(getenv("MATRIX_DEBUG_PANIC"))
-	cfg.log = zerolog.Nop()
+	// Diagnostics are JSON lines (time, level, msg, then the fields).
+	debugJSON := func(w io.Writer) slog.Handler {
+		return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})
+	}
 	switch cfg.logPath {
 	case "":
+		cfg.log = slog.New(slog.DiscardHandler)
 	case "stderr":
-		cfg.log = zerolog.New(os.Stderr).With().Timestamp().Logger()
+		cfg.log = slog.New(debugJSON(os.Stderr))
 	default:
 		f, err := os.OpenFile(cfg.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open log: %w", err)
 		}
-		cfg.log = zerolog.New(f).With().Timestamp().Int("pid", os.Getpid()).Logger()
+		cfg.log = slog.New(debugJSON(f)).With("pid", os.Getpid())
 	}
 	return cfg, fs.Args(), nil
 }
@@ -188,24 +186,12 @@ func (cfg *config) defaultFiles() {
 	cfg.filesDone = true
 	getenv := cfg.getenv
 	if cfg.mapPath == "" || cfg.blacklistPath == "" {
-		dir := filepath.Join(gocmd.ModuleRoot(getenv), defaultDir)
-		if !gocmd.InModule(getenv) || gocmd.PkgAtVersion(goCommandLine()) {
-			// A build outside any module (GOPATH mode, go run file.go
-			// in a bare directory) has no module to keep a map with:
-			// the map goes to the user's cache, not to whatever the
-			// current directory is ($HOME, /tmp). Nor does go install
-			// or go run of pkg@version, which ignores the module of
-			// the current directory: its ids do not belong in that
-			// module's committed map.
-			if c := userCacheDir("nomodule"); c != "" {
-				dir = c
-			}
-		}
+		dir := defaults.FilesDir(getenv, goCommandLine)
 		if cfg.mapPath == "" {
-			cfg.mapPath = filepath.Join(dir, defaultMap)
+			cfg.mapPath = filepath.Join(dir, defaults.Map)
 		}
 		if cfg.blacklistPath == "" {
-			cfg.blacklistPath = filepath.Join(dir, defaultBlacklist)
+			cfg.blacklistPath = filepath.Join(dir, defaults.Blacklist)
 		}
 	}
 	for _, p := range []*string{&cfg.mapPath, &cfg.blacklistPath} {
@@ -234,17 +220,7 @@ func (cfg *config) mapIdentity() (string, error) {
 // unless the map was named explicitly, and the directory of high-water
 // marks that gives a map restored to an earlier content a new identity.
 func (cfg *config) mapOptions() idalloc.Options {
-	return idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet, MarkDir: userCacheDir("maps")}
-}
-
-// userCacheDir returns the directory sub of matrixexec's part of the
-// user's cache directory, or "" if there is none.
-func userCacheDir(sub string) string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "matrix", sub)
+	return idalloc.Options{Owner: cfg.mapOwner(), CheckOwner: !cfg.mapSet, MarkDir: defaults.UserCacheDir("maps")}
 }
 
 // mapError adds to an error of the map what matrixexec offers to fix it.
@@ -286,7 +262,7 @@ func (cfg *config) mapOwner() idalloc.Owner {
 	}
 	if err != nil {
 		// cmd/go reports a broken go.mod or go.work itself.
-		cfg.log.Debug().Err(err).Msg("map owner unknown")
+		cfg.log.Debug("map owner unknown", "error", err)
 	}
 	return owner
 }
@@ -302,7 +278,7 @@ var goCommandLine = gocmd.Line
 
 // zeroCodeConfig returns what zero-code mode takes from the configuration.
 func (cfg *config) zeroCodeConfig() *zerocode.Config {
-	zc := &zerocode.Config{Mode: cfg.zeroCode, OTLP: cfg.otlp, MapPath: cfg.mapFile(), Log: &cfg.log,
+	zc := &zerocode.Config{Mode: cfg.zeroCode, OTLP: cfg.otlp, MapPath: cfg.mapFile(), Log: cfg.log,
 		ConfigHash: func() (string, error) { return configHash(cfg) }}
 	if cfg.blacklistSet || exists(cfg.blacklistFile()) {
 		zc.Blacklist = cfg.blacklistFile()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/matrixgo/matrix/blacklist"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/defaults"
 	"github.com/matrixgo/matrix/rewrite"
 )
 
@@ -25,7 +26,7 @@ func TestMapOutsideAnyModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := filepath.Join(userCacheDir("nomodule"), defaultMap)
+	want := filepath.Join(defaults.UserCacheDir("nomodule"), defaults.Map)
 	if cfg.mapFile() != want {
 		t.Errorf("map outside a module at %s, want %s", cfg.mapFile(), want)
 	}
@@ -41,7 +42,7 @@ func TestMapOutsideAnyModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(wd, defaultDir, defaultMap); cfg.mapFile() != want {
+	if want := filepath.Join(wd, defaults.Dir, defaults.Map); cfg.mapFile() != want {
 		t.Errorf("map in a module at %s, want %s", cfg.mapFile(), want)
 	}
 	// go install pkg@version ignores the module of the current directory:
@@ -63,9 +64,9 @@ func TestMapOutsideAnyModule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := filepath.Join(userCacheDir("nomodule"), defaultMap)
+		want := filepath.Join(defaults.UserCacheDir("nomodule"), defaults.Map)
 		if tc.inModule {
-			want = filepath.Join(wd, defaultDir, defaultMap)
+			want = filepath.Join(wd, defaults.Dir, defaults.Map)
 		}
 		if cfg.mapFile() != want {
 			t.Errorf("%q: map at %s, want %s", tc.args, cfg.mapFile(), want)
@@ -79,7 +80,7 @@ func TestMapOutsideAnyModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(userCacheDir("nomodule"), defaultMap); cfg.mapFile() != want {
+	if want := filepath.Join(defaults.UserCacheDir("nomodule"), defaults.Map); cfg.mapFile() != want {
 		t.Errorf("map in GOPATH mode at %s, want %s", cfg.mapFile(), want)
 	}
 }

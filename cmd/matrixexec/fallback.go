@@ -54,7 +54,7 @@ func (cfg *config) compileInstrumented(c *toolcmd.Cmd, inst *instrumented, opera
 		}
 		if inst.heapFlag != "" && len(c.Args()) == flags {
 			c.AddFlag(inst.heapFlag)
-			cfg.log.Debug().Str("pkg", pkg).Str("flag", inst.heapFlag).Msg("raised the compiler's starting heap")
+			cfg.log.Debug("raised the compiler's starting heap", "pkg", pkg, "flag", inst.heapFlag)
 		}
 		var outBuf, errBuf, both bytes.Buffer
 		err = runCompile(c, operands(files), tmp, stdin, io.MultiWriter(&outBuf, &both), io.MultiWriter(&errBuf, &both))
@@ -110,7 +110,7 @@ func (cfg *config) compileInstrumented(c *toolcmd.Cmd, inst *instrumented, opera
 					fmt.Fprintf(stderr, "matrixexec: warning: %s.%s (%s) left uninstrumented: the compiler rejected its rewrite (mode %s); listed in %s\n",
 						pkg, fn, inst.plan.Pos(fn), inst.plan.Mode(fn), inst.skippedPath)
 				}
-				cfg.log.Warn().Str("pkg", pkg).Strs("funcs", faulty).Msg("rewrite rejected by the compiler: functions left uninstrumented")
+				cfg.log.Warn("rewrite rejected by the compiler: functions left uninstrumented", "pkg", pkg, "funcs", faulty)
 				return nil
 			}
 		}
@@ -120,7 +120,7 @@ func (cfg *config) compileInstrumented(c *toolcmd.Cmd, inst *instrumented, opera
 		return err
 	}
 	fmt.Fprintf(stderr, "matrixexec: warning: package %s left uninstrumented: the compiler rejected its rewrite (%s)\n", pkg, firstLine(rejected))
-	cfg.log.Warn().Str("pkg", pkg).Msg("rewrite rejected by the compiler: package left uninstrumented")
+	cfg.log.Warn("rewrite rejected by the compiler: package left uninstrumented", "pkg", pkg)
 	return nil
 }
 

@@ -6,8 +6,11 @@
 //	go build -toolexec=matrixexec ./...
 //	go test -toolexec="matrixexec -map /shared/methodMapping.txt" ./...
 //
-// As a command it works on what instrumented programs report (package
-// internal/commands):
+// As a command it works on what instrumented programs report: it hands
+// these commands to matrixreport, installed beside it (its package
+// github.com/matrixgo/matrix/cmd/matrixexec/matrixreport), so that the
+// wrapper cmd/go starts for every tool of every build links only what
+// builds need:
 //
 //	matrixexec version
 //	matrixexec show [-map FILE] [REPORT]
@@ -28,13 +31,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
-	"github.com/matrixgo/matrix/cmd/matrixexec/internal/commands"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/reportcmd"
 )
 
 func main() {
@@ -45,13 +48,15 @@ func main() {
 		// still bounds an unusually large package.
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(256 << 20)
-		gcOff = true
 	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// exitError carries a process exit status through run.
-type exitError = commands.ExitError
+// exitError carries a process exit status through run, without a message
+// of its own (the tool or command that ended with it has written it).
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // run is main without the process: it returns the exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -105,15 +110,7 @@ func isCCQuery(args []string) bool {
 	return len(args) > 1 && args[1] == "-###"
 }
 
-// gcOff is set when main switched the collector off for a build step.
-var gcOff bool
-
 func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if gcOff {
-		// Commands stream reports of any size: collect as usual.
-		debug.SetGCPercent(100)
-		debug.SetMemoryLimit(math.MaxInt64)
-	}
 	switch args[0] {
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "matrixexec", version())
@@ -122,8 +119,8 @@ func command(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 		usage(stdout)
 		return nil
 	}
-	if err := commands.Run(args, cfg.mapFile(), stdin, stdout, stderr); !errors.Is(err, commands.ErrUnknown) {
-		return err
+	if slices.Contains(reportcmd.Names, args[0]) {
+		return forward(cfg, args, stdin, stdout, stderr)
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("unknown option %q (see matrixexec help)", args[0])
@@ -151,6 +148,9 @@ func usage(w io.Writer) {
                                                 analyse recorded events
   matrixexec export otlp [-endpoint URL] [-service NAME] [-map FILE] [-timeout D] REPORT...
                                                 send reports' issues as OTLP traces
+  (the report commands run in matrixreport, installed beside matrixexec:
+  go install github.com/matrixgo/matrix/cmd/matrixexec/...@VERSION, or
+  go get -tool github.com/matrixgo/matrix/cmd/matrixexec/matrixreport)
 
 build flags (before the tool path in -toolexec; each has a MATRIX_* env var):
   -map FILE          method mapping file   (MATRIX_MAP, default <module root>/.matrix/methodMapping.txt)

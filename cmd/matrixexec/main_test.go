@@ -1,15 +1,17 @@
 package main
 
 import (
-	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
-
 	"testing"
-
-	"github.com/matrixgo/matrix/beat"
-	"github.com/matrixgo/matrix/tracer/analysis"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -17,33 +19,78 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"matrixexec": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		// A stand-in for the report commands' program, installed beside
+		// matrixexec: it prints what it was started with, and exits with
+		// the status its first argument names.
+		"matrixreport": fakeReport,
 	})
 }
 
 // TestScripts runs the command-line scripts in testdata/script.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script", Cmds: map[string]func(*testscript.TestScript, bool, []string){
-		"mkdump": cmdMkdump,
-	}})
+	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
 }
 
-// mkdump FILE EVENT... writes a raw buffer dump of events "i:ID:MS" or
-// "o:ID:MS" (ID may be D) with beat.WriteDump.
-func cmdMkdump(ts *testscript.TestScript, neg bool, args []string) {
-	var recs []uint64
-	for _, ev := range args[1:] {
-		f := strings.Split(ev, ":")
-		id := uint64(analysis.Dispatch)
-		if f[1] != "D" {
-			n, err := strconv.ParseUint(f[1], 10, 32)
-			ts.Check(err)
-			id = n
+// fakeReport stands in for matrixreport: it prints the name it was started
+// as, its arguments, the id map it was told and what it reads from its
+// standard input, and exits with the status an argument "exit=N" names.
+func fakeReport() {
+	in, _ := io.ReadAll(os.Stdin)
+	fmt.Printf("argv0=%s args=%s map=%s stdin=%q\n", filepath.Base(os.Args[0]), strings.Join(os.Args[1:], " "), os.Getenv("MATRIX_MAP"), in)
+	for _, a := range os.Args[1:] {
+		if n, ok := strings.CutPrefix(a, "exit="); ok {
+			code, _ := strconv.Atoi(n)
+			os.Exit(code)
 		}
-		ms, err := strconv.ParseUint(f[2], 10, 64)
-		ts.Check(err)
-		recs = append(recs, uint64(analysis.MakeRecord(f[0] == "i", uint32(id), ms)))
 	}
-	var b bytes.Buffer
-	ts.Check(beat.WriteDump(&b, recs))
-	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644))
+}
+
+// TestFindReportTool: matrixreport is the one beside matrixexec, else the
+// current module's tool, else an error that says how to install it.
+func TestFindReportTool(t *testing.T) {
+	dir := t.TempDir()
+	self := func() (string, error) { return filepath.Join(dir, "matrixexec"), nil }
+	noTool := func(string) (string, error) { return "", errors.New("no such tool") }
+	moduleTool := func(name string) (string, error) { return "/cache/" + name, nil }
+
+	if _, err := findReportTool(self, noTool); err == nil || !strings.Contains(err.Error(), "go get -tool github.com/matrixgo/matrix/cmd/matrixexec/matrixreport") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("neither beside nor a tool: %v, want an error naming %s and how to install it", err, dir)
+	}
+	if got, err := findReportTool(self, moduleTool); err != nil || got != "/cache/matrixreport" {
+		t.Errorf("the module's tool: %q, %v", got, err)
+	}
+	beside := filepath.Join(dir, "matrixreport")
+	if runtime.GOOS == "windows" {
+		beside += ".exe"
+	}
+	if err := os.WriteFile(beside, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findReportTool(self, moduleTool); err != nil || got != beside {
+		t.Errorf("beside matrixexec: %q, %v; want %q", got, err, beside)
+	}
+}
+
+// TestWrapperDeps: the build wrapper, which cmd/go starts for every tool
+// of every build, links none of what only the report commands need (they
+// run in matrixreport), nor package net, which would make it a dynamically
+// linked executable that waits for the dynamic loader at every start.
+func TestWrapperDeps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	for _, banned := range []string{
+		"net", "os/user", "runtime/cgo", "net/http", "html/template",
+		"github.com/matrixgo/matrix/cmd/matrixexec/internal/commands",
+		"github.com/google/pprof/profile", "google.golang.org/protobuf/proto",
+	} {
+		if slices.Contains(deps, banned) {
+			t.Errorf("matrixexec links %s", banned)
+		}
+	}
 }

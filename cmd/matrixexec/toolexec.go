@@ -237,7 +237,7 @@ func configHash(cfg *config) (string, error) {
 		// the configuration.
 		src, err := zerocode.TracerSourceHash(gocmd.ToolGo(cfg.toolPath))
 		if err != nil {
-			cfg.log.Warn().Err(err).Msg("zero-code tracer sources not hashed")
+			cfg.log.Warn("zero-code tracer sources not hashed", "error", err)
 		}
 		fmt.Fprintf(h, "tracer:%s\n", src)
 	}

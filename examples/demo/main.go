@@ -38,8 +38,8 @@ func run() error {
 	shop := filepath.Join(dir, "shop")
 	report := filepath.Join(dir, "report.jsonl")
 
-	step("building matrixexec")
-	if err := goCmd("build", "-o", matrixexec, "./cmd/matrixexec"); err != nil {
+	step("building matrixexec (and matrixreport beside it, which runs matrixexec show)")
+	if err := goCmd("build", "-o", dir+string(filepath.Separator), "./cmd/matrixexec/..."); err != nil {
 		return err
 	}
 	step("building examples/shop with -toolexec=matrixexec (the first build instruments the standard library's runtime too: ~20 s)")

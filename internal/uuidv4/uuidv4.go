@@ -1,8 +1,10 @@
 // Package uuidv4 writes version 4 UUIDs (RFC 9562, section 5.4): the ids
-// of issues and of the processes an OTLP resource names. It is the whole of
-// what the tracer needs of a UUID library, and keeps the tracer that
-// zero-code builds link free of modules outside the standard library, so
-// a program's own module graph never has to agree with it on one.
+// of issues, of the processes an OTLP resource names and of id maps. It is
+// the whole of what the tracer and matrixexec need of a UUID library: it
+// keeps the tracer that zero-code builds link free of modules outside the
+// standard library, so a program's own module graph never has to agree with
+// it on one, and matrixexec free of the network packages a UUID library
+// imports, so that it links statically and starts fast.
 package uuidv4
 
 import (
@@ -33,4 +35,26 @@ func Format(b [16]byte) string {
 	s[23] = '-'
 	hex.Encode(s[24:], b[10:16])
 	return string(s[:])
+}
+
+// Canonical reports whether s is a UUID, of any version, in the form
+// Format writes: 8-4-4-4-12 lower-case hexadecimal digits.
+func Canonical(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }

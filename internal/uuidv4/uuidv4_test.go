@@ -38,3 +38,22 @@ func TestFormat(t *testing.T) {
 		t.Errorf("the library reads the same bytes as %q (%v)", u.String(), err)
 	}
 }
+
+// TestCanonical checks Canonical against the library's parser: a string is
+// canonical exactly when the library parses it and writes it back the same.
+func TestCanonical(t *testing.T) {
+	cases := []string{
+		Random(), "00112233-4455-1f77-bf99-aabbccddeeff", "00000000-0000-0000-0000-000000000000",
+		"", "00112233-4455-4f77-bf99-aabbccddeef", "00112233-4455-4f77-bf99-aabbccddeefff",
+		"00112233-4455-4F77-bf99-aabbccddeeff", "00112233x4455-4f77-bf99-aabbccddeeff",
+		"{00112233-4455-4f77-bf99-aabbccddeeff}", "urn:uuid:00112233-4455-4f77-bf99-aabbccddeeff",
+		"0011223344554f77bf99aabbccddeeff", "00112233-4455-4g77-bf99-aabbccddeeff",
+	}
+	for _, s := range cases {
+		u, err := uuid.Parse(s)
+		want := err == nil && u.String() == s
+		if got := Canonical(s); got != want {
+			t.Errorf("Canonical(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

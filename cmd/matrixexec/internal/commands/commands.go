@@ -1,7 +1,7 @@
 // Package commands implements matrixexec's user commands, which work on
 // what instrumented programs report: show, top, pprof, html, diff,
-// retrace, analyze and export. The -toolexec proxy is package main; it
-// hands these commands over to Run.
+// retrace, analyze and export (reportcmd.Names). The matrixreport command
+// runs them; matrixexec, the -toolexec proxy, hands them to it.
 package commands
 
 import (

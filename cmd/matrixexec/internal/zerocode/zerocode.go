@@ -34,7 +34,7 @@ import (
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/inject"
 	"github.com/matrixgo/matrix/internal/importcfg"
-	"github.com/rs/zerolog"
+	"log/slog"
 )
 
 // EnvModule is MATRIX_ZEROCODE_MODULE: the absolute path of a
@@ -127,7 +127,7 @@ type Config struct {
 	// Blacklist is the build's blacklist file, "" if it has none.
 	Blacklist string
 	// Log receives debug and warning messages.
-	Log *zerolog.Logger
+	Log *slog.Logger
 	// ConfigHash returns the hash of matrixexec's configuration that its
 	// -V=full answer carries (executable, blacklist, filters, map
 	// identity, tracer sources): part of the key under which the
@@ -186,7 +186,7 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 				key.String(e)
 			}
 			if exports := cachedExports(key, pkg); exports != nil {
-				cfg.Log.Debug().Int("deps", len(exports)).Msg("zero-code tracer's export files from the cache")
+				cfg.Log.Debug("zero-code tracer's export files from the cache", "deps", len(exports))
 				return exports, nil
 			}
 		}
@@ -194,7 +194,7 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 	cmd := nestedGo(goTool, args, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cfg.Log.Debug().Strs("args", args).Str("module", module).Msg("building the zero-code tracer")
+	cfg.Log.Debug("building the zero-code tracer", "args", args, "module", module)
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if module != "" {
@@ -577,7 +577,7 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 		return "", "", nil, nil
 	}
 	if cfg.Mode == Auto && !MentionsSelf() {
-		cfg.Log.Debug().Msg("zero-code mode unavailable: " + Hint)
+		cfg.Log.Debug("zero-code mode unavailable: " + Hint)
 		return "", "", nil, nil
 	}
 	goTool := gocmd.ToolGo(c.Tool)
@@ -591,7 +591,7 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 		// say so. The module asked for zero-code mode (it has this
 		// module in its graph), and a program that silently records
 		// nothing would be taken for one that has nothing to report.
-		cfg.Log.Warn().Err(err).Msg("zero-code mode unavailable")
+		cfg.Log.Warn("zero-code mode unavailable", "error", err)
 		fmt.Fprintf(os.Stderr, "matrixexec: zero-code mode unavailable, the program is built without the tracer (MATRIX_ZEROCODE=on makes this an error, off silences it): %v\n", err)
 		return "", "", nil, nil
 	}
@@ -612,7 +612,7 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 		// A test binary of one of the tracer's own dependencies links
 		// that package's test variant, which the tracer was not compiled
 		// against.
-		cfg.Log.Debug().Str("pkg", conflict).Msg("zero-code mode skipped: test variant of a tracer dependency")
+		cfg.Log.Debug("zero-code mode skipped: test variant of a tracer dependency", "pkg", conflict)
 		return "", "", nil, nil
 	}
 	cfgWith := orig.Clone()
@@ -629,7 +629,7 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 	after = func(out string) error {
 		return addLinkRecord(out, exports)
 	}
-	cfg.Log.Debug().Str("auto", exports[cfg.TracerPkg()]).Int("deps", len(exports)).Msg("zero-code tracer linked into main")
+	cfg.Log.Debug("zero-code tracer linked into main", "auto", exports[cfg.TracerPkg()], "deps", len(exports))
 	return extra, importcfg, after, nil
 }
 

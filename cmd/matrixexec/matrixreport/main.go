@@ -1,0 +1,81 @@
+// Command matrixreport runs Matrix for Go's report commands on what
+// programs built with matrixexec report. matrixexec hands its report
+// commands here (matrixexec show … runs matrixreport show …), so that the
+// build wrapper cmd/go starts several times in every build links only what
+// builds need:
+//
+//	matrixreport show [-map FILE] [REPORT]
+//	matrixreport top [-by stackKey|scene] [-json] [-map FILE] [REPORT...]
+//	matrixreport pprof [-o FILE] [-map FILE] [REPORT...]
+//	matrixreport html [-o FILE] [-by stackKey|scene] [-map FILE] [REPORT...]
+//	matrixreport html -diff [-o FILE] [-map FILE] BASE HEAD
+//	matrixreport diff [-threshold 10%] [-min-ms 5] [-alpha 0.05] [-format text|md|json] [-map FILE] BASE HEAD
+//	matrixreport retrace [-map FILE] [REPORT]
+//	matrixreport analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
+//	matrixreport export otlp [-endpoint URL] [-service NAME] [-map FILE] REPORT...
+//
+// Without -map, the commands read the id map MATRIX_MAP names, else the
+// one matrixexec keeps by default: .matrix/methodMapping.txt at the root of
+// the current module. Install it beside matrixexec, as a tool of the module
+// or into one directory:
+//
+//	go get -tool github.com/matrixgo/matrix/cmd/matrixexec github.com/matrixgo/matrix/cmd/matrixexec/matrixreport
+//	go install github.com/matrixgo/matrix/cmd/matrixexec/...@latest
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/commands"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/defaults"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
+	"github.com/matrixgo/matrix/cmd/matrixexec/internal/reportcmd"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv))
+}
+
+// run is main without the process: it returns the exit code. Its messages,
+// like the commands' own, speak as matrixexec, whose commands these are to
+// the user.
+func run(args []string, getenv func(string) string) int {
+	const name = "matrixexec"
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprintf(os.Stderr, "usage: %s COMMAND [ARGS]: one of %s (see matrixexec help)\n", reportcmd.Tool, strings.Join(reportcmd.Names, ", "))
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	err := commands.Run(args, mapFile(getenv), os.Stdin, os.Stdout, os.Stderr)
+	var code commands.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	case errors.Is(err, commands.ErrUnknown):
+		fmt.Fprintf(os.Stderr, "%s: unknown command %q (see matrixexec help)\n", name, args[0])
+		return 2
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	return 1
+}
+
+// mapFile returns the id map the commands read unless given -map: the one
+// MATRIX_MAP names, else matrixexec's default for the current module.
+func mapFile(getenv func(string) string) string {
+	path := getenv(reportcmd.EnvMap)
+	if path == "" {
+		path = filepath.Join(defaults.FilesDir(getenv, gocmd.Line), defaults.Map)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return path
+}
