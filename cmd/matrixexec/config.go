@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +16,6 @@ import (
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/matrixgo/matrix/rewrite"
-	"log/slog"
 )
 
 // config is the build configuration: flags inside the -toolexec string

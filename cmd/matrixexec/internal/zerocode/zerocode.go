@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
@@ -34,7 +35,6 @@ import (
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/inject"
 	"github.com/matrixgo/matrix/internal/importcfg"
-	"log/slog"
 )
 
 // EnvModule is MATRIX_ZEROCODE_MODULE: the absolute path of a
