@@ -53,7 +53,7 @@ func TestFindReportTool(t *testing.T) {
 	noTool := func(string) (string, error) { return "", errors.New("no such tool") }
 	moduleTool := func(name string) (string, error) { return "/cache/" + name, nil }
 
-	if _, err := findReportTool(self, noTool); err == nil || !strings.Contains(err.Error(), "go get -tool github.com/matrixgo/matrix/cmd/matrixexec/matrixreport") || !strings.Contains(err.Error(), dir) {
+	if _, err := findReportTool(self, noTool); err == nil || !strings.Contains(err.Error(), "go get -tool github.com/matrixgo/matrix/cmd/matrixexec/matrixreport") || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "no such tool") {
 		t.Errorf("neither beside nor a tool: %v, want an error naming %s and how to install it", err, dir)
 	}
 	if got, err := findReportTool(self, moduleTool); err != nil || got != "/cache/matrixreport" {

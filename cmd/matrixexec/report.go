@@ -57,8 +57,8 @@ func findReportTool(self func() (string, error), goTool func(name string) (strin
 		return path, nil
 	}
 	looked = append(looked, "the tools of the current module")
-	return "", fmt.Errorf("the report commands run in %s, which is not in %s: install it beside matrixexec, with go get -tool %s (or go install github.com/matrixgo/matrix/cmd/matrixexec/...@VERSION, the version of matrixexec)",
-		reportcmd.Tool, strings.Join(looked, " nor in "), reportcmd.Package)
+	return "", fmt.Errorf("the report commands run in %s, which is not in %s (%v): install it beside matrixexec, with go get -tool %s (or go install github.com/matrixgo/matrix/cmd/matrixexec/...@VERSION, the version of matrixexec)",
+		reportcmd.Tool, strings.Join(looked, " nor in "), err, reportcmd.Package)
 }
 
 // goToolPath returns the path of the executable of a tool of the module in

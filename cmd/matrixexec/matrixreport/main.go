@@ -46,11 +46,12 @@ func main() {
 func run(args []string, getenv func(string) string) int {
 	const name = "matrixexec"
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
-		fmt.Fprintf(os.Stderr, "usage: %s COMMAND [ARGS]: one of %s (see matrixexec help)\n", reportcmd.Tool, strings.Join(reportcmd.Names, ", "))
+		w, code := os.Stdout, 0
 		if len(args) == 0 {
-			return 2
+			w, code = os.Stderr, 2
 		}
-		return 0
+		fmt.Fprintf(w, "usage: %s COMMAND [ARGS]: one of %s (see matrixexec help)\n", reportcmd.Tool, strings.Join(reportcmd.Names, ", "))
+		return code
 	}
 	err := commands.Run(args, mapFile(getenv), os.Stdin, os.Stdout, os.Stderr)
 	var code commands.ExitError
