@@ -2,17 +2,9 @@
 // programs built with matrixexec report. matrixexec hands its report
 // commands here (matrixexec show … runs matrixreport show …), so that the
 // build wrapper cmd/go starts several times in every build links only what
-// builds need:
-//
-//	matrixreport show [-map FILE] [REPORT]
-//	matrixreport top [-by stackKey|scene] [-json] [-map FILE] [REPORT...]
-//	matrixreport pprof [-o FILE] [-map FILE] [REPORT...]
-//	matrixreport html [-o FILE] [-by stackKey|scene] [-map FILE] [REPORT...]
-//	matrixreport html -diff [-o FILE] [-map FILE] BASE HEAD
-//	matrixreport diff [-threshold 10%] [-min-ms 5] [-alpha 0.05] [-format text|md|json] [-map FILE] BASE HEAD
-//	matrixreport retrace [-map FILE] [REPORT]
-//	matrixreport analyze [-mode strict|startup] [-end MS] [-cost MS] [FILE|-]
-//	matrixreport export otlp [-endpoint URL] [-service NAME] [-map FILE] REPORT...
+// builds need. Its commands and their flags are matrixexec's (matrixexec
+// help lists them): show, top, pprof, html, diff, retrace, analyze and
+// export.
 //
 // Without -map, the commands read the id map MATRIX_MAP names, else the
 // one matrixexec keeps by default: .matrix/methodMapping.txt at the root of
