@@ -10,19 +10,23 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/reportcmd"
+	"github.com/matrixgo/matrix/internal/modversion"
 )
 
 // forward runs a report command in matrixreport (see package reportcmd),
-// with the id map this matrixexec's flags and environment name, and ends
-// as it ended.
+// with the id map this matrixexec's flags and environment name and this
+// matrixexec's version, and ends as it ended.
 func forward(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tool, err := findReportTool(os.Executable, goToolPath)
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(tool, args...)
-	cmd.Env = append(os.Environ(), reportcmd.EnvMap+"="+cfg.mapFile())
+	cmd.Env = append(os.Environ(),
+		reportcmd.EnvMap+"="+cfg.mapFile(),
+		reportcmd.EnvVersion+"="+modversion.Running(blacklist.SelfModule))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	err = cmd.Run()
 	var ee *exec.ExitError

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/statcache"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
+	"github.com/matrixgo/matrix/internal/modversion"
 )
 
 // toolexec runs the tool cmd/go asked for, instrumenting compiles.
@@ -282,11 +282,13 @@ func loadRules(cfg *config) (*blacklist.Rules, error) {
 	return blacklist.Load(cfg.blacklistFile(), !cfg.blacklistSet)
 }
 
-// version returns the module version of this binary, or "dev" (never
-// "devel": cmd/go would take the compiler for a development toolchain).
+// version returns the version of the matrix module this binary was built
+// from (installed with go install, or a tool of another module), or "dev"
+// (never "devel": cmd/go would take the compiler for a development
+// toolchain).
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if v := modversion.Running(blacklist.SelfModule); v != "" {
+		return v
 	}
 	return "dev"
 }

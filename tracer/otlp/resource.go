@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/matrixgo/matrix/internal/modversion"
 	"github.com/matrixgo/matrix/internal/uuidv4"
 )
 
@@ -60,20 +61,8 @@ func runtimeAttrs(version string) []KeyValue {
 
 // version is this module's version in the running binary, or "devel".
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Path == modulePath && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			return bi.Main.Version
-		}
-		for _, d := range bi.Deps {
-			if d.Path == modulePath {
-				if d.Replace != nil && d.Replace.Version != "" {
-					return d.Replace.Version
-				}
-				if d.Version != "" && d.Version != "(devel)" {
-					return d.Version
-				}
-			}
-		}
+	if v := modversion.Running(modulePath); v != "" {
+		return v
 	}
 	return "devel"
 }

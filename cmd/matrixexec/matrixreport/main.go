@@ -22,20 +22,23 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/commands"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/defaults"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/reportcmd"
+	"github.com/matrixgo/matrix/internal/modversion"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Getenv))
+	os.Exit(run(os.Args[1:], os.Getenv, modversion.Running(blacklist.SelfModule)))
 }
 
-// run is main without the process: it returns the exit code. Its messages,
-// like the commands' own, speak as matrixexec, whose commands these are to
-// the user.
-func run(args []string, getenv func(string) string) int {
+// run is main without the process, for a matrixreport of the given version
+// of the matrix module ("" if unknown): it returns the exit code. Its
+// messages, like the commands' own, speak as matrixexec, whose commands
+// these are to the user.
+func run(args []string, getenv func(string) string, version string) int {
 	const name = "matrixexec"
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		w, code := os.Stdout, 0
@@ -44,6 +47,10 @@ func run(args []string, getenv func(string) string) int {
 		}
 		fmt.Fprintf(w, "usage: %s COMMAND [ARGS]: one of %s (see matrixexec help)\n", reportcmd.Tool, strings.Join(reportcmd.Names, ", "))
 		return code
+	}
+	if theirs := getenv(reportcmd.EnvVersion); theirs != "" && version != "" && theirs != version {
+		fmt.Fprintf(os.Stderr, "%s: warning: matrixexec is %s but %s, which runs its report commands, is %s: install both from one version (go install %s/cmd/matrixexec/...@%s)\n",
+			name, theirs, reportcmd.Tool, version, blacklist.SelfModule, theirs)
 	}
 	err := commands.Run(args, mapFile(getenv), os.Stdin, os.Stdout, os.Stderr)
 	var code commands.ExitError

@@ -15,7 +15,9 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"matrixreport": func() { os.Exit(run(os.Args[1:], os.Getenv)) },
+		"matrixreport": func() { os.Exit(run(os.Args[1:], os.Getenv, "")) },
+		// matrixreport as go install …@v1.4.0 builds it.
+		"matrixreport-v1.4.0": func() { os.Exit(run(os.Args[1:], os.Getenv, "v1.4.0")) },
 	})
 }
 

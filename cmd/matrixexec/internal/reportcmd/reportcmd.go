@@ -19,3 +19,9 @@ const Package = "github.com/matrixgo/matrix/cmd/matrixexec/matrixreport"
 // "matrixexec -map FILE show" reads FILE. It is MATRIX_MAP, which
 // matrixreport reads like matrixexec does.
 const EnvMap = "MATRIX_MAP"
+
+// EnvVersion is the variable through which matrixexec tells matrixreport
+// the version of the matrix module it was built from ("" when its build
+// does not know it), so that matrixreport can warn when it comes from
+// another version.
+const EnvVersion = "MATRIX_EXEC_VERSION"
