@@ -33,7 +33,8 @@ func TestScripts(t *testing.T) {
 
 // fakeReport stands in for matrixreport: it prints the name it was started
 // as, its arguments, the id map and the version of matrixexec it was told
-// and what it reads from its standard input, and exits with the status an argument "exit=N" names.
+// and what it reads from its standard input, and exits with the status an
+// argument "exit=N" names.
 func fakeReport() {
 	in, _ := io.ReadAll(os.Stdin)
 	fmt.Printf("argv0=%s args=%s map=%s version=%s stdin=%q\n", filepath.Base(os.Args[0]), strings.Join(os.Args[1:], " "), os.Getenv("MATRIX_MAP"), os.Getenv("MATRIX_EXEC_VERSION"), in)
