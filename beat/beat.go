@@ -75,6 +75,13 @@ type Config struct {
 	// that the called service's spans are children of the call's. Tests
 	// and benchmarks (KindTest, KindBenchmark) pass nothing on.
 	NoPropagation bool
+	// SampleAfter is how long a dispatch runs before the stacks of its
+	// goroutines are sampled while they run on a CPU, every 10 ms, so
+	// that its report can tell what its calls' own time went to in code
+	// without hooks (the standard library, small leaves, loops). Zero
+	// means DefaultSampleAfter; negative, no sampling. Sampling needs
+	// signals: on Windows there is none.
+	SampleAfter time.Duration
 }
 
 // Defaults. The recorder's memory is at most
@@ -176,6 +183,10 @@ func Start(cfg Config) error {
 	rtSetTraceParentHook(hookTraceParent, hookTraceState)
 	rtSetRequestHooks(hookBeginRequest, hookStatus)
 	rtSetBoundHook(hookBound)
+	if cfg.SampleAfter == 0 {
+		cfg.SampleAfter = DefaultSampleAfter
+	}
+	startSampling(cfg.SampleAfter)
 	rtSetActive(1)
 	return nil
 }
@@ -191,6 +202,7 @@ func Stop() {
 		return
 	}
 	rtSetActive(0)
+	startSampling(0)
 	rtSetDispatchHooks(nil, nil, nil)
 	rtSetSceneRefHook(nil)
 	rtSetTraceParentHook(nil, nil)

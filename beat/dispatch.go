@@ -236,6 +236,7 @@ func begin(kind Kind, name string, skip int, reusable bool, method, host, scheme
 	at.depth, at.entry, at.n = rtFrame(skip, at.pcs[:])
 	settle(goid, at)
 	d.ring.Frame = at.depth
+	d.ring.Alloc, d.ring.Allocs = 0, 0
 	shard := rtProcID() & shardMask
 	if data == nil {
 		data = r.getBuffer(shard)
@@ -252,6 +253,7 @@ func begin(kind Kind, name string, skip int, reusable bool, method, host, scheme
 	// (the recorder's clock, moved forward to it) and its duration.
 	ns, ms := rtBoundNow()
 	d.clock, d.startNs, d.beginMs = currentClockRef(ns), ns, ms
+	atomic.StoreUint64(&d.ring.Begin, ms) // when the runtime may sample it (abi.SampleSlots)
 	d.ring.Outer = rtSwapRing(unsafe.Pointer(d))
 	rtEnter(DispatchID)
 
@@ -427,6 +429,8 @@ func (d *Dispatch) finish(free, sole bool) {
 			d.keep()
 		}
 	}
+	// Its observers have read its samples, if it had any.
+	rtProfRelease(unsafe.Pointer(d))
 	if free {
 		if sole && d.reusable && !d.kept.Load() {
 			// Nothing but the recorder has the dispatch: its observers
@@ -928,6 +932,26 @@ func (d *Dispatch) CPUMark() (ns int64, at time.Duration, ok bool) {
 	return d.cpu.ns, time.Duration(d.cpu.at), d.cpu.set
 }
 
+// Allocated returns the bytes and the objects the dispatch's goroutine and
+// the goroutines started inside it that record into it have allocated on
+// the heap since it began (the sizes asked for, before rounding to a size
+// class), exactly: the runtime counts every allocation. For a goroutine
+// still running, what it has allocated so far; those past the bound of
+// goroutines recorded (Config.MaxChildren) are not counted.
+func (d *Dispatch) Allocated() (bytes, objects uint64) {
+	bytes, objects = atomic.LoadUint64(&d.ring.Alloc), atomic.LoadUint64(&d.ring.Allocs)
+	if atomic.LoadUint32(&d.ring.Kids) == 0 {
+		return bytes, objects
+	}
+	for _, c := range d.kids() {
+		if c != nil {
+			bytes += atomic.LoadUint64(&c.Alloc)
+			objects += atomic.LoadUint64(&c.Allocs)
+		}
+	}
+	return bytes, objects
+}
+
 // Recorded reports whether the dispatch has a buffer.
 func (d *Dispatch) Recorded() bool { return d.data != nil }
 
@@ -975,10 +999,15 @@ func (d *Dispatch) Records(dst []uint64) []uint64 {
 	if n2 := atomic.LoadUint64(&d.ring.N); n2-d.mark > limit {
 		return dst[:start]
 	}
+	ss, _ := d.samples()
 	if atomic.LoadUint32(&d.ring.Kids) == 0 {
-		return dst
+		if len(ss) == 0 {
+			return dst
+		}
+		own := withSamples(append([]uint64(nil), dst[start:]...), samplesOf(ss, unsafe.Pointer(d)))
+		return append(dst[:start], own...)
 	}
-	return d.splice(dst, start)
+	return d.splice(dst, start, ss)
 }
 
 // Reported atomically marks flag as reported and says whether it was the

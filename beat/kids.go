@@ -79,11 +79,11 @@ func (d *Dispatch) releaseKids() {
 
 // splice rebuilds dst[start:], the dispatch's own records, with the records
 // of its goroutines in the places they were started (see Records).
-func (d *Dispatch) splice(dst []uint64, start int) []uint64 {
-	own := append([]uint64(nil), dst[start:]...)
+func (d *Dispatch) splice(dst []uint64, start int, ss []sample) []uint64 {
+	own := withSamples(append([]uint64(nil), dst[start:]...), samplesOf(ss, unsafe.Pointer(d)))
 	kids := d.kids()
 	now := rtGetNow()
-	return spliceKids(dst[:start], own, kids, 0, now, 0)
+	return spliceKidsWith(dst[:start], own, kids, 0, now, 0, ss)
 }
 
 // spliceKids appends recs to dst, and after the payload of every ExtGo
@@ -98,6 +98,12 @@ func (d *Dispatch) splice(dst []uint64, start int) []uint64 {
 // and its start is marked abi.ExtGoOutlived. clip is the end of the
 // boundary the goroutine that wrote recs was started inside, or 0.
 func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint64) []uint64 {
+	return spliceKidsWith(dst, recs, kids, seq, now, clip, nil)
+}
+
+// spliceKidsWith is spliceKids that also splices, into each goroutine's
+// records, the samples of ss taken on its ring (see withSamples).
+func spliceKidsWith(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint64, ss []sample) []uint64 {
 	bounds := boundEnds{recs: recs}
 	for i := 0; i < len(recs); i++ {
 		r := recs[i]
@@ -135,6 +141,9 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint
 		// The goroutine's records, then an end record at its end.
 		t := atomic.LoadUint64(&c.End)
 		kr, open, last := kidRecords(c)
+		if len(ss) > 0 {
+			kr = withSamples(kr, samplesOf(ss, unsafe.Pointer(c)))
+		}
 		kclip := clip
 		if b := bounds.innermost(); b != 0 && (kclip == 0 || b < kclip) {
 			kclip = b
@@ -146,7 +155,7 @@ func spliceKids(dst, recs []uint64, kids []*abi.Ring, seq uint32, now, clip uint
 			dst[at+1] = abi.PackExt(abi.ExtGo, reason|abi.ExtGoOutlived, abi.ExtGoWords)
 			t = max(kclip, last)
 		}
-		dst = spliceKids(dst, kr, kids, c.Seq, now, kclip)
+		dst = spliceKidsWith(dst, kr, kids, c.Seq, now, kclip, ss)
 		if t == 0 {
 			// Still running: ends at the copy, marked so.
 			dst[at+1] = abi.PackExt(abi.ExtGo, reason|abi.ExtGoRunning, abi.ExtGoWords)

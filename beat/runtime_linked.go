@@ -111,3 +111,12 @@ func rtDispatchBeginRequest(kind int, name, method, host string, tls bool) unsaf
 
 //go:linkname rtDispatchEnd runtime.matrixDispatchEnd
 func rtDispatchEnd(d unsafe.Pointer, scene string)
+
+//go:linkname rtProfSetup runtime.matrixProfSetup
+func rtProfSetup(arena unsafe.Pointer, floor uint64)
+
+//go:linkname rtProfRelease runtime.matrixProfRelease
+func rtProfRelease(root unsafe.Pointer)
+
+//go:linkname rtProfSlotOf runtime.matrixProfSlotOf
+func rtProfSlotOf(root unsafe.Pointer) (slot int, gen, taken uint32)

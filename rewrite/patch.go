@@ -51,6 +51,19 @@ type stdHook struct {
 	// stmt renders the statement inserted at the top of the body, given
 	// the names of the function's parameters (receiver first).
 	stmt func(params []string) string
+	// ifCompiled hooks the function only where its file is compiled: a
+	// file of some operating systems only (signal_unix.go). Elsewhere the
+	// hook is left out; where the file is compiled, the function must be
+	// found.
+	ifCompiled bool
+	// match, if set, hooks every function whose name it accepts, instead
+	// of the one named name (which then only names the hook in
+	// messages); with ifCompiled, none needs to be found.
+	match func(name string) bool
+	// stmtFor, if set, renders the statement instead of stmt, given the
+	// function's declaration too: a statement that depends on what this
+	// release's body holds.
+	stmtFor func(fd *ast.FuncDecl, params []string) string
 }
 
 // An addedFile is a file a pkgPatch adds to the package.
@@ -101,7 +114,11 @@ func (pp *pkgPatch) apply(files []string, dir string) ([]string, error) {
 				continue
 			}
 			for h, hook := range pp.hooks {
-				if hook.file != "" && hook.file != base || fd.Name.Name != hook.name || recvTypeName(fd) != hook.recv {
+				named := fd.Name.Name == hook.name
+				if hook.match != nil {
+					named = hook.match(fd.Name.Name)
+				}
+				if hook.file != "" && hook.file != base || !named || recvTypeName(fd) != hook.recv {
 					continue
 				}
 				if hook.check != nil {
@@ -112,7 +129,11 @@ func (pp *pkgPatch) apply(files []string, dir string) ([]string, error) {
 				if !hasResults(fd, hook.results) {
 					return nil, fmt.Errorf("patch %s: %s no longer has the results %v in this Go release; matrixexec does not support it", pp.pkg, hookName(hook), hook.results)
 				}
-				sf.insert(fset.Position(fd.Body.Lbrace).Offset+1, hook.stmt(paramNames(fd))+resumeDirective(fset, sf, fd.Body.Lbrace))
+				stmt := hook.stmt
+				if hook.stmtFor != nil {
+					stmt = func(p []string) string { return hook.stmtFor(fd, p) }
+				}
+				sf.insert(fset.Position(fd.Body.Lbrace).Offset+1, stmt(paramNames(fd))+resumeDirective(fset, sf, fd.Body.Lbrace))
 				foundHook[h] = true
 			}
 		}
@@ -133,7 +154,14 @@ func (pp *pkgPatch) apply(files []string, dir string) ([]string, error) {
 			return nil, fmt.Errorf("patch %s: %s: no type %s struct in this Go release; matrixexec does not support it", pp.pkg, fp.file, fp.typ)
 		}
 	}
+	compiled := make(map[string]bool, len(files))
+	for _, path := range files {
+		compiled[filepath.Base(path)] = true
+	}
 	for h, ok := range foundHook {
+		if !ok && pp.hooks[h].ifCompiled && (!compiled[pp.hooks[h].file] || pp.hooks[h].match != nil) {
+			continue
+		}
 		if !ok {
 			return nil, fmt.Errorf("patch %s: function %s not found in this Go release's sources; matrixexec does not support it", pp.pkg, hookName(pp.hooks[h]))
 		}

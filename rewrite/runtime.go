@@ -117,11 +117,65 @@ var runtimeHooks = []stdHook{
 	{file: "stack.go", name: "gostartcallfn", check: params("gobuf", "fv"), stmt: func(p []string) string {
 		return "if gp := getg().m.curg; gp != nil && gp.matrixBeat != nil { matrixSpawn(gp, " + p[0] + ".g.ptr(), " + p[1] + ".fn) }; "
 	}},
+	// The scheduler's preemption signal, which the recorder's clock thread
+	// also sends to a thread running a goroutine of a slow dispatch, takes
+	// a sample of its stack (matrixSigSample). Systems without signals
+	// (Windows) have no such hook, and take no samples.
+	{file: "signal_unix.go", name: "sighandler", ifCompiled: true, check: params("sig", "info", "ctxt", "gp"), stmt: func(p []string) string {
+		return "if " + p[0] + " == sigPreempt && matrixProf.on.Load() != 0 { c := &sigctxt{" + p[1] + ", " + p[2] + "}; matrixSigSample(c.sigpc(), c.sigsp(), c.siglr(), " + p[3] + ") }; "
+	}},
+	// What a recording goroutine allocates is counted in its ring
+	// (matrixAlloc): at the top of mallocgc and of the allocation
+	// functions specialised by size class, which the compiler calls
+	// directly where it knows an object's size (Go 1.27 on; not their
+	// slow paths, which they call). In a release whose mallocgc hands
+	// such sizes to those functions itself, mallocgc counts the others
+	// only.
+	{file: "malloc.go", name: "mallocgc", check: params("size", "typ", "needzero"), stmtFor: func(fd *ast.FuncDecl, p []string) string {
+		cond := "gp := getg(); gp.matrixBeat != nil"
+		if mentions(fd.Body, "mallocNoScanTable") {
+			cond += " && !(sizeSpecializedMallocEnabled && heapBitsInSpan(" + p[0] + "))"
+		}
+		return "if " + cond + " { matrixAlloc(gp, " + p[0] + ") }; "
+	}},
+	{file: "malloc_generated.go", name: "mallocgc…SC<n>", ifCompiled: true, match: isSizeClassMalloc, check: params("size", "typ", "needzero"), stmt: func(p []string) string {
+		return "if gp := getg(); gp.matrixBeat != nil { matrixAlloc(gp, " + p[0] + ") }; "
+	}},
 	// A goroutine that exits clears its slot, and the dispatches it leaves
 	// open are marked abandoned (matrixGoexit).
 	{file: "proc.go", name: "gdestroy", check: params("gp"), stmt: func(p []string) string {
 		return "if " + p[0] + ".matrixBeat != nil { matrixGoexit(" + p[0] + ") }; "
 	}},
+}
+
+// isSizeClassMalloc reports whether name is that of an allocation
+// function specialised by size class ("mallocgcSmallNoScanSC3",
+// "mallocgcTinySC2", "mallocgcTinySize8"), not one of their slow paths.
+func isSizeClassMalloc(name string) bool {
+	rest, ok := strings.CutPrefix(name, "mallocgc")
+	if !ok {
+		return false
+	}
+	rest = strings.TrimRight(rest, "0123456789")
+	if len(rest) == len(name)-len("mallocgc") {
+		return false // no size class
+	}
+	if !strings.HasSuffix(rest, "SC") && !strings.HasSuffix(rest, "Size") {
+		return false
+	}
+	return true
+}
+
+// mentions reports whether the identifier name appears in n.
+func mentions(n ast.Node, name string) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 func noParams(fd *ast.FuncDecl) error {

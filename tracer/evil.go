@@ -38,7 +38,8 @@ type Frame struct {
 	// goroutine did not run (ID 1048575), FrameInline for a function
 	// without a hook named through a wait under it (ID 0),
 	// FrameGoroutine, or a boundary (ID 1048575): FrameDB, FrameHTTP,
-	// FrameRPC, FramePublish.
+	// FrameRPC, FramePublish, or FrameSampled for a function without a
+	// hook found by sampling (ID 0).
 	Kind string `json:"kind,omitempty"`
 	// Reason is a wait's reason as goroutine dumps spell it ("sleep",
 	// "chan receive", "sync.Mutex.Lock", …), or "syscall" or "runnable".
@@ -57,6 +58,9 @@ type Frame struct {
 	// woken by a send of the dispatch's goroutine. Func, File and Line are
 	// where it was parked; its children are what it did for the dispatch.
 	Handoff bool `json:"handoff,omitempty"`
+	// Samples is, for a sampled frame (FrameSampled), how many stack
+	// samples were taken in it or in its callees.
+	Samples int `json:"samples,omitempty"`
 }
 
 // Waker is the goroutine that woke a waiting goroutine, and where it was:
@@ -292,6 +296,7 @@ type evilJob struct {
 	cpuNs    int64               // process CPU time
 	cpuWall  time.Duration       // over this wall time
 	hasCPU   bool
+	alloc    [2]uint64 // bytes and objects the dispatch allocated
 }
 
 var jobPool = sync.Pool{New: func() any { return new(evilJob) }}
@@ -315,6 +320,7 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict)
 	}
 	j.recs = d.Records(j.recs[:0])
 	j.recorded = d.Recorded()
+	j.alloc[0], j.alloc[1] = d.Allocated()
 	j.name, j.scene, j.kind, j.goid, j.id = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID()
 	j.traceCtx, j.state, j.traceID = d.TraceParent(), d.TraceState(), d.TraceID()
 	j.req = requestOf(d)
@@ -373,6 +379,8 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		TraceID:     j.traceID,
 		Why:         j.why,
 		HeldBack:    j.heldBack,
+		AllocBytes:  j.alloc[0],
+		AllocCount:  j.alloc[1],
 	}
 	tree.fill(r, treeNote(dispatchRecording(j.recorded), len(j.recs) > 0))
 	if j.hasCPU {

@@ -71,6 +71,12 @@ type EvilReport struct {
 	// HeldBack counts the dispatches of the scene that were slow for it
 	// but not reported since its last report (SceneConfig's bound).
 	HeldBack uint64 `json:"heldBack,omitempty"`
+	// AllocBytes and AllocCount are the bytes and the objects the
+	// dispatch allocated on the heap, its goroutine and those it started
+	// that recorded into it (beat.Dispatch.Allocated): exact, the sizes
+	// asked for. Zero when it allocated nothing, or for a start-up.
+	AllocBytes uint64 `json:"allocBytes,omitempty"`
+	AllocCount uint64 `json:"allocObjects,omitempty"`
 	// Repeat is the costliest N+1 pattern of a slow call, when it has one
 	// (see TraceConfig.Repeats).
 	Repeat *RepeatFields `json:"repeat,omitempty"`

@@ -284,11 +284,29 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 	type anc struct {
 		depth, add int
 		name       string
+		sampled    []Frame // its sampled frames, which end its subtree
 	}
 	var st []anc // the open ancestors: their depth in res.Items, the depth shift of their subtree, their name
+	pop := func() {
+		a := st[len(st)-1]
+		st = st[:len(st)-1]
+		frames = append(frames, a.sampled...)
+	}
+	sampledOf := func(i int, f Frame) []Frame {
+		if i >= len(res.Samples) || res.Samples[i] == nil {
+			return nil
+		}
+		sf := sampledFrames(res.Samples[i], f.Depth+1, f.Start)
+		if i == res.KeyIndex && len(sf) > 0 {
+			if k := sampledKey(sf, res.Cost); k != "" {
+				key = k
+			}
+		}
+		return sf
+	}
 	for i, it := range res.Items {
 		for len(st) > 0 && st[len(st)-1].depth >= it.Depth {
-			st = st[:len(st)-1]
+			pop()
 		}
 		add, parent := 0, ""
 		if len(st) > 0 {
@@ -308,28 +326,28 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 				f.Func, f.File, f.Line = fn.String(), fn.File, fn.Line
 			}
 			frames = append(frames, f)
-			st = append(st, anc{it.Depth, add, f.Func})
+			st = append(st, anc{it.Depth, add, f.Func, sampledOf(i, f)})
 			continue
 		}
 		if x.Kind == analysis.ExtGo {
 			g := goroutineFrame(x)
 			g.Depth, g.ID, g.Count, g.Cost, g.Start = it.Depth+add, it.ID, it.Count, it.Cost, start
-			frames = append(frames, g)
-			st = append(st, anc{it.Depth, add, g.Func})
 			if i == res.KeyIndex {
 				key = WaitKey(g.Func, FrameGoroutine)
 			}
+			frames = append(frames, g)
+			st = append(st, anc{it.Depth, add, g.Func, sampledOf(i, g)})
 			continue
 		}
 		if x.Kind == analysis.ExtBound {
 			b := boundFrame(x)
 			b.Depth, b.ID, b.Count, b.Cost, b.Start = it.Depth+add, it.ID, it.Count, it.Cost, start
-			frames = append(frames, b)
-			// The waits inside it are named from the function it is in.
-			st = append(st, anc{it.Depth, add, parent})
 			if i == res.KeyIndex {
 				key = WaitKey(b.Func, b.Kind)
 			}
+			frames = append(frames, b)
+			// The waits inside it are named from the function it is in.
+			st = append(st, anc{it.Depth, add, parent, sampledOf(i, b)})
 			continue
 		}
 		chain, at := userFrames(x.PCs, parent)
@@ -352,7 +370,7 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			w.Func = parent // no program counters (a system call, …), or none in user code
 		}
 		frames = append(frames, w)
-		st = append(st, anc{it.Depth, add, w.Func})
+		st = append(st, anc{it.Depth, add, w.Func, nil})
 		if i == res.KeyIndex {
 			name := w.Func
 			if name == "" {
@@ -360,6 +378,9 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			}
 			key = WaitKey(name, w.Reason)
 		}
+	}
+	for len(st) > 0 {
+		pop()
 	}
 	return frames, key
 }

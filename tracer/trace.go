@@ -163,6 +163,10 @@ const (
 	// EnvPropagate turns on or off the trace context that net/http's and
 	// gRPC's clients pass on (beat.Config.NoPropagation).
 	EnvPropagate = "MATRIX_PROPAGATE"
+	// EnvSampleAfterMs is how long a dispatch runs, in ms, before the
+	// stacks of its goroutines are sampled (beat.Config.SampleAfter); 0
+	// turns sampling off.
+	EnvSampleAfterMs = "MATRIX_SAMPLE_AFTER_MS"
 	// EnvRepeatMinCalls is the number of calls of a function, or of one
 	// boundary, by one call of a function that makes an N+1 pattern (0:
 	// none).
@@ -201,6 +205,8 @@ const (
 //	MATRIX_QUEUE_SIZE         issues queued for the listeners (1..1048576)
 //	MATRIX_EVIL_METHOD        slow-call tracer on or off (on/off, true/false, 1/0)
 //	MATRIX_SUMMARY            summary tracer on or off (default off)
+//	MATRIX_SAMPLE_AFTER_MS    ms a dispatch runs before its goroutines' stacks
+//	                          are sampled (0..86400000; 0: never; default 20)
 //	MATRIX_PROPAGATE          net/http and gRPC client calls carry the
 //	                          dispatch's trace context (traceparent) or not
 //	                          (default on)
@@ -251,6 +257,13 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	propagate := true
 	if p.switchVar(EnvPropagate, &propagate) {
 		cfg.Beat.NoPropagation = !propagate
+	}
+	sampleAfter := -1
+	if p.intVar(EnvSampleAfterMs, 0, 86400000, &sampleAfter) {
+		cfg.Beat.SampleAfter = time.Duration(sampleAfter) * time.Millisecond
+		if sampleAfter == 0 {
+			cfg.Beat.SampleAfter = -1 // none
+		}
 	}
 	frameConfigFromEnv(p, &cfg)
 	anrConfigFromEnv(p, &cfg)

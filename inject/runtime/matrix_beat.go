@@ -117,6 +117,9 @@ type matrixRing struct {
 	lost    uint32
 	seq     uint32
 	refs    int32
+
+	alloc  uint64
+	allocs uint64
 }
 
 // The view must match abi.Ring field for field: an array length that is
@@ -150,6 +153,10 @@ var (
 	_ [matrixRingSeqOffset - unsafe.Offsetof(matrixRing{}.seq)]struct{}
 	_ [unsafe.Offsetof(matrixRing{}.refs) - matrixRingRefsOffset]struct{}
 	_ [matrixRingRefsOffset - unsafe.Offsetof(matrixRing{}.refs)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.alloc) - matrixRingAllocOffset]struct{}
+	_ [matrixRingAllocOffset - unsafe.Offsetof(matrixRing{}.alloc)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.allocs) - matrixRingAllocsOffset]struct{}
+	_ [matrixRingAllocsOffset - unsafe.Offsetof(matrixRing{}.allocs)]struct{}
 	_ [unsafe.Sizeof(matrixRing{}) - matrixRingSize]struct{}
 	_ [matrixRingSize - unsafe.Sizeof(matrixRing{})]struct{}
 )
@@ -330,6 +337,9 @@ func matrixClockThread() {
 		// context switch).
 		ns := nanotime() - matrixEpoch
 		matrixClockRaise(uint64(ns) / 1e6)
+		if matrixProf.on.Load() != 0 {
+			matrixProfTick(ns)
+		}
 		if woke {
 			woke = false
 		} else if !matrixAllIdle() {
@@ -1478,6 +1488,7 @@ func matrixKidStart(r *matrixRing, newg *g, fn uintptr, reason uint8) bool {
 	now := matrixNow()
 	c.n, c.outer, c.frame, c.state = 0, nil, 0, matrixRingRunning
 	c.root, c.seq, c.begin, c.refs = unsafe.Pointer(root), seq, now, 2
+	c.alloc, c.allocs = 0, 0
 	atomic.Store64(&c.end, 0)
 	// Goroutines of one dispatch start on several threads at once, and
 	// the dispatch may end meanwhile (matrixKidsDetach).
@@ -1646,4 +1657,264 @@ func matrixKidRelease(p unsafe.Pointer) {
 	matrixKidFree = c
 	unlock(&matrixKidLock)
 	atomic.Xadd(&matrixKidLive, -1)
+}
+
+// CPU samples of slow dispatches (abi: SampleSlots). A dispatch that has
+// run for longer than matrixProf.floor gets a slot of the arena beat
+// allocated (matrixProfSetup) from the clock thread, which then signals,
+// every matrixSamplePeriodMs, each thread that runs one of its goroutines;
+// the signal handler (matrixSigSample, called from the top of sighandler)
+// writes the goroutine's stack into the slot. The signal is the one the
+// scheduler preempts goroutines with: the runtime already takes it at any
+// instruction and ignores it where nothing asked for a preemption, and the
+// profiling signal and its timers, which a program's own CPU profile and
+// runtime/trace use, are left alone.
+var matrixProf struct {
+	on    atomic.Uint32 // 1 while beat samples
+	arena uintptr       // matrixSampleSlots·matrixSampleSlotSamples·matrixSampleWords words, beat's
+	floor uint64        // ms a dispatch runs before it is sampled
+	next  int64         // nanotime of the next round of samples (clock thread)
+	keep  unsafe.Pointer
+	used  atomic.Int32 // slots taken
+	slots [matrixSampleSlots]matrixProfSlot
+}
+
+// matrixProfSlot is a slot of samples: the dispatch ring it is for (0 when
+// free), its generation (bumped when it is taken: samples stamped with an
+// older one are not read), how many samples were taken, and when it was
+// let go, so that a handler that found it just before is done with it
+// before it is taken again.
+type matrixProfSlot struct {
+	root  atomic.Uintptr
+	gen   atomic.Uint32
+	n     atomic.Uint32
+	freed int64
+}
+
+// matrixProfSetup starts (arena non-nil) or stops sampling: arena holds
+// the slots' samples, floor is the time in ms a dispatch runs before it is
+// sampled.
+//
+//go:linkname matrixProfSetup
+func matrixProfSetup(arena unsafe.Pointer, floor uint64) {
+	if arena == nil || GOOS == "windows" { // no signals there: no samples
+		matrixProf.on.Store(0)
+		return
+	}
+	matrixProf.keep = arena
+	matrixProf.arena = uintptr(arena)
+	matrixProf.floor = floor
+	matrixProf.on.Store(1)
+}
+
+// matrixProfTick is the clock thread's round of samples: every thread that
+// runs a goroutine of a dispatch older than the floor gets the signal,
+// the dispatch a slot first. It runs without a P; ns is the clock's time
+// in ns since matrixEpoch.
+//
+//go:nowritebarrierrec
+func matrixProfTick(ns int64) {
+	if ns < matrixProf.next {
+		return
+	}
+	matrixProf.next = ns + matrixSamplePeriodMs*1e6
+	now := uint64(ns) / 1e6
+	lock(&allpLock)
+	for _, pp := range allp {
+		if pp == nil || pp.status != _Prunning {
+			continue
+		}
+		mp := pp.m.ptr()
+		if mp == nil {
+			continue
+		}
+		gp := mp.curg
+		if gp == nil || readgstatus(gp) != _Grunning {
+			continue
+		}
+		r := (*matrixRing)(gp.matrixBeat)
+		if r == nil || r == matrixStartup {
+			continue
+		}
+		root := r
+		if r.root != nil {
+			root = (*matrixRing)(r.root)
+		}
+		if atomic.Load(&root.state) != matrixRingRunning || now < atomic.Load64(&root.begin)+matrixProf.floor {
+			continue
+		}
+		if matrixProfFind(uintptr(unsafe.Pointer(root))) < 0 && !matrixProfClaim(root, ns) {
+			continue
+		}
+		// The scheduler's own sender, which sends none while one is
+		// pending; without a preemption asked for, the signal handler
+		// preempts nothing.
+		preemptM(mp)
+	}
+	unlock(&allpLock)
+}
+
+// matrixProfFind returns the slot of the dispatch ring root, -1 if it has
+// none.
+//
+//go:nosplit
+func matrixProfFind(root uintptr) int {
+	for i := range matrixProf.slots {
+		if matrixProf.slots[i].root.Load() == root {
+			return i
+		}
+	}
+	return -1
+}
+
+// matrixProfClaim gives root a free slot (one let go at least a period
+// ago), if there is one. Only the clock thread claims slots. A dispatch
+// that ended meanwhile gives it back at once: beat lets a slot go after
+// the dispatch's end, and one of the two sees the other.
+//
+//go:nosplit
+func matrixProfClaim(root *matrixRing, ns int64) bool {
+	for i := range matrixProf.slots {
+		s := &matrixProf.slots[i]
+		if s.root.Load() != 0 || ns-s.freed < matrixSamplePeriodMs*1e6 {
+			continue
+		}
+		s.gen.Add(1)
+		s.n.Store(0)
+		matrixProf.used.Add(1)
+		s.root.Store(uintptr(unsafe.Pointer(root)))
+		if atomic.Load(&root.state) != matrixRingRunning {
+			if s.root.CompareAndSwap(uintptr(unsafe.Pointer(root)), 0) {
+				s.freed = ns
+				matrixProf.used.Add(-1)
+			}
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// matrixProfRelease lets the slot of dispatch ring root go, once its
+// samples have been read or will not be.
+//
+//go:linkname matrixProfRelease
+func matrixProfRelease(root unsafe.Pointer) {
+	if matrixProf.used.Load() == 0 {
+		return // one load for a dispatch that was never sampled, mostly
+	}
+	i := matrixProfFind(uintptr(root))
+	if i < 0 {
+		return
+	}
+	s := &matrixProf.slots[i]
+	if s.root.CompareAndSwap(uintptr(root), 0) {
+		s.freed = nanotime() - matrixEpoch
+		matrixProf.used.Add(-1)
+	}
+}
+
+// matrixProfSlotOf returns the slot of dispatch ring root (-1 if none),
+// its generation and how many samples were taken into it.
+//
+//go:linkname matrixProfSlotOf
+func matrixProfSlotOf(root unsafe.Pointer) (slot int, gen, taken uint32) {
+	if matrixProf.used.Load() == 0 {
+		return -1, 0, 0
+	}
+	i := matrixProfFind(uintptr(root))
+	if i < 0 {
+		return -1, 0, 0
+	}
+	s := &matrixProf.slots[i]
+	return i, s.gen.Load(), s.n.Load()
+}
+
+// matrixSigSample is called at the top of sighandler for the preemption
+// signal while sampling is on: if the goroutine the thread runs records
+// into a dispatch that has a slot, its stack is written into the slot.
+// It runs on the signal stack with signals blocked: it neither allocates
+// nor locks, and writes only integers.
+//
+//go:nowritebarrierrec
+func matrixSigSample(pc, sp, lr uintptr, gp *g) {
+	if gp == nil || gp.m == nil {
+		return
+	}
+	mp := gp.m
+	cg := mp.curg
+	if cg == nil || cg.syscallsp != 0 {
+		return // in a system call or a cgo call: its interval names it
+	}
+	r := (*matrixRing)(cg.matrixBeat)
+	if r == nil || r == matrixStartup {
+		return
+	}
+	root := r
+	if r.root != nil {
+		root = (*matrixRing)(r.root)
+	}
+	i := matrixProfFind(uintptr(unsafe.Pointer(root)))
+	if i < 0 {
+		return
+	}
+	matrixSampleInto(i, r, pc, sp, lr, gp, mp)
+}
+
+// matrixSampleInto writes a sample of gp's stack into slot i: at the next
+// free place while there is one, then, reservoir sampling, in place of a
+// sample picked at random (the k-th sample replaces one with probability
+// size/k), so that a full slot holds a uniform sample of every stack
+// taken.
+//
+//go:nowritebarrierrec
+func matrixSampleInto(i int, r *matrixRing, pc, sp, lr uintptr, gp *g, mp *m) {
+	s := &matrixProf.slots[i]
+	gen := s.gen.Load()
+	k := s.n.Add(1) - 1
+	if k >= matrixSampleSlotSamples {
+		k = cheaprandn(k + 1)
+		if k >= matrixSampleSlotSamples {
+			return
+		}
+	}
+	rec := (*[matrixSampleWords]uint64)(unsafe.Pointer(matrixProf.arena + uintptr(i*matrixSampleSlotSamples+int(k))*matrixSampleWords*8))
+	old := atomic.Load64(&rec[0])
+	ver := (old + 2) & (1<<32 - 2)
+	if old&1 != 0 || !atomic.Cas64(&rec[0], old, uint64(gen)<<32|ver|1) {
+		return // another thread writes it
+	}
+	getg().m.mallocing++
+	var u unwinder
+	var stk [matrixSampleMaxPCs]uintptr
+	if mp.vdsoSP != 0 {
+		u.initAt(mp.vdsoPC, mp.vdsoSP, 0, gp, unwindSilentErrors|unwindJumpStack)
+	} else {
+		u.initAt(pc, sp, lr, gp, unwindSilentErrors|unwindTrap|unwindJumpStack)
+	}
+	n := tracebackPCs(&u, 0, stk[:])
+	getg().m.mallocing--
+	rec[1] = uint64(uintptr(unsafe.Pointer(r)))
+	rec[2] = atomic.Load64(&matrixClk.now)
+	rec[3] = uint64(matrixExtSample)<<matrixExtKindShift | uint64(n)
+	for j := 0; j < n; j++ {
+		rec[matrixSampleHeaderWords+j] = uint64(stk[j])
+	}
+	atomic.Store64(&rec[0], uint64(gen)<<32|ver)
+}
+
+// matrixAlloc counts an allocation of size bytes by gp, a recording
+// goroutine, in its ring (abi.Ring.Alloc). It is called at the top of
+// mallocgc, and of the allocation functions the compiler calls directly
+// for objects of a known size class, which mallocgc calls too: there,
+// mallocgc counts only what it allocates itself.
+//
+//go:nosplit
+func matrixAlloc(gp *g, size uintptr) {
+	r := (*matrixRing)(gp.matrixBeat)
+	if r == matrixStartup {
+		return
+	}
+	r.alloc += uint64(size)
+	r.allocs++
 }

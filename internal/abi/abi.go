@@ -9,7 +9,7 @@ import (
 // whose matrix module (beat, the tracers) was written for another version:
 // the runtime it patches and the recorder it links must agree on every
 // value below. Bump it whenever a value or a linkname signature changes.
-const Version = 10
+const Version = 11
 
 // Record layout: one packed 64-bit word per event, the layout of Matrix's
 // AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
@@ -116,6 +116,47 @@ const (
 	// ExtBoundWords is the largest number of text words of an ExtBound
 	// start record.
 	ExtBoundWords = 24
+	// ExtSample is a point, not an interval: a sample of the goroutine's
+	// stack, taken while it ran on a CPU (reason SampleCPU). The runtime
+	// never writes it into a ring: a reader splices the samples it copies
+	// from the dispatch's sample slot (see SampleSlots) into each
+	// goroutine's records by time, start record, payload and end record
+	// at the sample's time. The payload holds up to SampleMaxPCs return
+	// program counters, innermost first, one per logical frame (inlined
+	// functions each have one, as runtime.Callers gives them).
+	ExtSample = 8
+)
+
+// CPU samples. While a dispatch has run for longer than the recorder's
+// sampling floor, the runtime's clock thread signals, every SamplePeriodMs,
+// each thread that runs one of the dispatch's goroutines, and the signal
+// handler writes the goroutine's stack into the dispatch's sample slot: one
+// of SampleSlots slots of SampleSlotSamples samples of SampleWords words,
+// in an arena beat allocates when it starts (SampleSlots·SampleSlotSamples
+// ·SampleWords words). A sample's words are: its stamp (the slot's
+// generation in the top 32 bits, a version in bits 31..1 and bit 0 set
+// while it is written), the address of the ring of the goroutine it was
+// taken on, its time in record time, its kind (SampleCPU) and number of
+// program counters packed as PackExt packs them, and the program counters.
+// A slot that is full keeps a uniform sample of every stack taken
+// (reservoir sampling), counting each one taken.
+const (
+	// SamplePeriodMs is the time between two samples of a goroutine.
+	SamplePeriodMs = 10
+	// SampleSlots is the number of dispatches sampled at once.
+	SampleSlots = 32
+	// SampleSlotSamples is the number of samples a slot holds.
+	SampleSlotSamples = 256
+	// SampleMaxPCs is the largest number of program counters a sample
+	// holds: the innermost frames of its stack.
+	SampleMaxPCs = 32
+	// SampleHeaderWords is the number of words before the program
+	// counters.
+	SampleHeaderWords = 4
+	// SampleWords is the size of one sample in words.
+	SampleWords = SampleHeaderWords + SampleMaxPCs
+	// SampleCPU is the reason of a sample of a goroutine on a CPU.
+	SampleCPU = 0
 )
 
 // Kinds of boundaries (the reason of an ExtBound start record) and the
@@ -304,6 +345,13 @@ type Ring struct {
 	// the dispatch (until its records are no longer read); the runtime
 	// reuses it when both have let it go. Atomic.
 	Refs int32
+
+	// Alloc and Allocs are the bytes and the objects the ring's goroutine
+	// has allocated on the heap since it began recording into it (the
+	// sizes asked for, as runtime.MemStats.TotalAlloc counts them, before
+	// rounding to a size class): written by that goroutine only.
+	Alloc  uint64
+	Allocs uint64
 }
 
 // Ring states.
@@ -330,6 +378,8 @@ const (
 	RingLostOffset    = unsafe.Offsetof(Ring{}.Lost)
 	RingSeqOffset     = unsafe.Offsetof(Ring{}.Seq)
 	RingRefsOffset    = unsafe.Offsetof(Ring{}.Refs)
+	RingAllocOffset   = unsafe.Offsetof(Ring{}.Alloc)
+	RingAllocsOffset  = unsafe.Offsetof(Ring{}.Allocs)
 	RingSize          = unsafe.Sizeof(Ring{})
 )
 
@@ -437,6 +487,8 @@ const (
 	matrixRingLostOffset  = %d
 	matrixRingSeqOffset   = %d
 	matrixRingRefsOffset  = %d
+	matrixRingAllocOffset = %d
+	matrixRingAllocsOffset = %d
 	matrixRingSize       = %d
 	matrixNameTableNextOffset = %d
 	matrixNameTableDataOffset = %d
@@ -459,12 +511,20 @@ const (
 	matrixExtKindShift   = %d
 	matrixExtReasonShift = %d
 	matrixExtMaxPCs      = %d
+	matrixExtSample      = %d
+	matrixSamplePeriodMs = %d
+	matrixSampleSlots    = %d
+	matrixSampleSlotSamples = %d
+	matrixSampleMaxPCs   = %d
+	matrixSampleHeaderWords = %d
+	matrixSampleWords    = %d
 )
 `, EnterBit, IDShift, IDMask, uint64(TimeMask), DispatchID, StartupRingSize,
 		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset,
 		RingOuterOffset, RingFrameOffset, RingStateOffset,
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
-		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset,
+		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset, RingAllocOffset, RingAllocsOffset,
 		RingSize, NameTableNextOffset, NameTableDataOffset, NameTableSize, RingRunning, RingEnded, RingAbandoned,
-		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtBound, ExtBoundWords, ExtWake, ExtWakePCs, ExtGoHandoff, ExtKindShift, ExtReasonShift, ExtMaxPCs)
+		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtBound, ExtBoundWords, ExtWake, ExtWakePCs, ExtGoHandoff, ExtKindShift, ExtReasonShift, ExtMaxPCs,
+		ExtSample, SamplePeriodMs, SampleSlots, SampleSlotSamples, SampleMaxPCs, SampleHeaderWords, SampleWords)
 }

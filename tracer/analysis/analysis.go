@@ -22,6 +22,7 @@
 package analysis
 
 import (
+	"github.com/matrixgo/matrix/internal/abi"
 	"math"
 	"math/bits"
 	"strconv"
@@ -182,6 +183,7 @@ type done struct {
 	count  int
 	cost   int64
 	ext    *Interval
+	stacks [][]uint64 // the samples taken in the calls it folds (ExtSample)
 
 	up, first, last, next int // tree parent, first and last child, next sibling
 }
@@ -231,27 +233,32 @@ type done struct {
 // waits that fold, the first one's that has one). ItemsExt returns what
 // each item's interval is.
 func Items(recs []Record, mode Mode, endMs uint64) []Item {
-	items, _, _ := itemsTimed(recs, mode, endMs, nil)
+	items, _, _, _, _ := itemsTimed(recs, mode, endMs, nil)
 	return items
 }
 
 // ItemsExt is Items that also returns, for each item, its interval (nil
 // for a call).
 func ItemsExt(recs []Record, mode Mode, endMs uint64) ([]Item, []*Interval) {
-	items, _, exts := itemsTimed(recs, mode, endMs, nil)
+	items, _, exts, _, _ := itemsTimed(recs, mode, endMs, nil)
 	return items, exts
 }
 
 // itemsTimed is Items that also returns, for each item, the timestamp of
-// the enter of its first call, and its interval (nil for a call; nil when
-// there is no interval at all). With funcOf, recovery records close the
+// the enter of its first call, its interval (nil for a call; nil when
+// there is no interval at all) and its stack samples (nil when no item
+// has any), and the time from which the goroutines were sampled: a period
+// before the first sample. With funcOf, recovery records close the
 // calls a panic unwound (see AnalyzeFuncs); without, they are skipped.
-func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, []uint64, []*Interval) {
+func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, []uint64, []*Interval, [][][]uint64, uint64) {
 	var (
 		stack   = openStack{s: make([]open, 0, 64), dTop: -1}
 		enters  = make([]enter, 0, len(recs)/2+1)
 		comp    = make([]done, 0, len(recs)/4+1)
 		maxTime uint64
+		stacks  map[int][][]uint64 // by enter index: the samples of the open call
+		// sampledFrom is the time of the first sample.
+		sampledFrom uint64 = math.MaxUint64
 	)
 	strict := mode == Strict
 	begun := !strict
@@ -275,6 +282,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 				last.ext.foldWaker(o.ext)
 				last.count++
 				last.cost = satAdd(last.cost, cost)
+				last.stacks = append(last.stacks, stacks[o.seq]...)
 				enters[o.seq].item = n - 1
 				return
 			}
@@ -294,7 +302,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 			}
 		}
 		enters[o.seq].item = len(comp)
-		comp = append(comp, done{id: o.id, depth: o.depth, seq: o.seq, parent: p, count: 1, cost: cost, ext: o.ext})
+		comp = append(comp, done{id: o.id, depth: o.depth, seq: o.seq, parent: p, count: 1, cost: cost, ext: o.ext, stacks: stacks[o.seq]})
 	}
 
 	for i := 0; i < len(recs); i++ {
@@ -324,6 +332,24 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 				if x := stack.s[n-1].ext; x != nil && x.Kind == ExtWait && x.Waker == nil {
 					x.Waker = ext.waker()
 				}
+			}
+			continue
+		}
+		if ext != nil && ext.Kind == ExtSample {
+			// A point: its end record, which follows, is skipped too.
+			if i+1 < len(recs) && recs[i+1].ID() == Ext && !recs[i+1].Enter() {
+				i++
+			}
+			if !begun {
+				continue
+			}
+			sampledFrom = min(sampledFrom, r.Time())
+			if k, below := sampledIn(&stack, ext, funcOf); k >= 0 {
+				if stacks == nil {
+					stacks = make(map[int][][]uint64)
+				}
+				seq := stack.s[k].seq
+				stacks[seq] = append(stacks[seq], below)
 			}
 			continue
 		}
@@ -379,7 +405,7 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 		}
 		o := stack.s[k]
 		if t < o.time {
-			return nil, nil, nil
+			return nil, nil, nil, nil, 0
 		}
 		// Matrix: the enters above the match lost their exit and were
 		// dropped. Here they are the frames a panic (or a lost record)
@@ -416,9 +442,66 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 		}
 	}
 	if len(comp) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil, 0
 	}
-	return tree(comp, enters)
+	items, times, exts, smp := tree(comp, enters)
+	if sampledFrom != math.MaxUint64 {
+		sampledFrom -= min(sampledFrom, abi.SamplePeriodMs)
+	} else {
+		sampledFrom = 0
+	}
+	return items, times, exts, smp, sampledFrom
+}
+
+// sampledIn returns the position in the stack of the call a stack sample
+// x was taken in, and the sample's program counters below that call's
+// function: the topmost open call (above the nearest Dispatch enter and
+// inside the nearest goroutine) of the innermost instrumented function
+// among x's program counters that has one open; without funcOf, or when
+// none has, the innermost open call, with the program counters below the
+// innermost instrumented function (all of them if none is). An interval
+// open at the top (a moment runnable, within the sample's millisecond)
+// takes no sample: its call does. -1 if nothing is open.
+func sampledIn(st *openStack, x *Interval, funcOf FuncOf) (int, []uint64) {
+	lo := max(st.dTop, len(st.s)-recoverScan, 0)
+	for j := len(st.s) - 1; j >= lo; j-- {
+		if o := &st.s[j]; o.ext != nil && o.ext.Kind == ExtGo {
+			lo = j
+			break
+		}
+	}
+	top := -1
+	for j := len(st.s) - 1; j >= lo; j-- {
+		if o := &st.s[j]; o.ext == nil || o.ext.Kind == ExtBound || o.ext.Kind == ExtGo {
+			top = j
+			break
+		}
+	}
+	if top < 0 {
+		return -1, nil
+	}
+	if funcOf == nil {
+		return top, x.PCs
+	}
+	first := -1 // the innermost instrumented function's program counter
+	for i, pc := range x.PCs {
+		id := funcOf(pc)
+		if id == 0 || id == Dispatch || id == Ext {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		for j := top; j >= lo; j-- {
+			if st.s[j].id == id && st.s[j].ext == nil {
+				return j, x.PCs[:i]
+			}
+		}
+	}
+	if first < 0 {
+		return top, x.PCs
+	}
+	return top, x.PCs[:first]
 }
 
 // recoverScan bounds how many open enters a recovery record looks through
@@ -461,7 +544,7 @@ func recoverer(st *openStack, x *Interval, funcOf FuncOf) int {
 // a level misplaced the node, a first node of depth != 0 discarded the whole
 // tree, and a depth-0 node kept a stale father. The parent links recorded
 // while walking the records make the tree exact.
-func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval) {
+func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval, [][][]uint64) {
 	for i := range comp {
 		comp[i].up, comp[i].first, comp[i].last, comp[i].next = -1, -1, -1, -1
 	}
@@ -509,6 +592,7 @@ func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval) {
 	out := make([]Item, 0, len(comp))
 	starts := make([]uint64, 0, len(comp))
 	var exts []*Interval
+	var stacks [][][]uint64
 	depth := 0
 	for i := rootFirst; i >= 0; {
 		c := &comp[i]
@@ -524,6 +608,12 @@ func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval) {
 			if exts != nil {
 				exts = append(exts, c.ext)
 			}
+			if c.stacks != nil && stacks == nil {
+				stacks = make([][][]uint64, len(out)-1, len(comp))
+			}
+			if stacks != nil {
+				stacks = append(stacks, c.stacks)
+			}
 		}
 		if c.first >= 0 {
 			i = c.first
@@ -538,7 +628,7 @@ func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval) {
 			i = comp[i].next
 		}
 	}
-	return out, starts, exts
+	return out, starts, exts, stacks
 }
 
 // Trim runs step 4 of docs/design.md (Matrix's trimStack with the slow-call
@@ -708,22 +798,7 @@ func stackKeyIndex(items []Item, cost int64) int {
 // where the dispatch's own time went, and its goroutines' trees are beside
 // it.
 func selfKeyIndex(items []Item, exts []*Interval) int {
-	self := make([]int64, len(items))
-	inGo := make([]bool, len(items)) // a goroutine or inside one
-	var st []int                     // indices of the open ancestors
-	for i, it := range items {
-		for len(st) > 0 && items[st[len(st)-1]].Depth >= it.Depth {
-			st = st[:len(st)-1]
-		}
-		self[i] = max(it.Cost, 0)
-		conc := i < len(exts) && exts[i].Concurrent()
-		inGo[i] = conc || len(st) > 0 && inGo[st[len(st)-1]]
-		if len(st) > 0 && !conc {
-			p := st[len(st)-1]
-			self[p] = max(self[p]-max(it.Cost, 0), 0)
-		}
-		st = append(st, i)
-	}
+	self, inGo := selfTimes(items, exts)
 	win := -1
 	for i, it := range items {
 		if it.ID == Dispatch {
@@ -739,6 +814,58 @@ func selfKeyIndex(items []Item, exts []*Interval) int {
 		return 0
 	}
 	return win
+}
+
+// keptSamples returns the Samples of the kept items of all (by their index
+// in all), their self time taken in the whole tree; nil when none has a
+// sample.
+func keptSamples(all []Item, times []uint64, exts []*Interval, stacks [][][]uint64, kept []int, from uint64) []*Samples {
+	if stacks == nil {
+		return nil
+	}
+	self, _ := selfTimes(all, exts)
+	var out []*Samples
+	for i, k := range kept {
+		if k >= len(stacks) || stacks[k] == nil {
+			continue
+		}
+		if out == nil {
+			out = make([]*Samples, len(kept))
+		}
+		sm := &Samples{Self: self[k], Sampled: self[k], Stacks: stacks[k]}
+		// The part of its time before the sampling began had no
+		// chance of a sample: its share of the self time stays
+		// unsampled, the time taken as spread evenly.
+		if cost := all[k].Cost; cost > 0 && k < len(times) && times[k] < from {
+			in := max(int64(times[k])+cost-int64(from), 0)
+			sm.Sampled = sm.Self * min(in, cost) / cost
+		}
+		out[i] = sm
+	}
+	return out
+}
+
+// selfTimes returns each item's self time (its cost less its children's;
+// an interval's is its cost; a goroutine's time is not its parent's), and
+// whether it is a goroutine or inside one.
+func selfTimes(items []Item, exts []*Interval) (self []int64, inGo []bool) {
+	self = make([]int64, len(items))
+	inGo = make([]bool, len(items)) // a goroutine or inside one
+	var st []int                    // indices of the open ancestors
+	for i, it := range items {
+		for len(st) > 0 && items[st[len(st)-1]].Depth >= it.Depth {
+			st = st[:len(st)-1]
+		}
+		self[i] = max(it.Cost, 0)
+		conc := i < len(exts) && exts[i].Concurrent()
+		inGo[i] = conc || len(st) > 0 && inGo[st[len(st)-1]]
+		if len(st) > 0 && !conc {
+			p := st[len(st)-1]
+			self[p] = max(self[p]-max(it.Cost, 0), 0)
+		}
+		st = append(st, i)
+	}
+	return self, inGo
 }
 
 // weight returns (Depth+1)·Cost as a 128-bit number (negative factors
@@ -778,6 +905,11 @@ type Result struct {
 	Exts []*Interval
 	// KeyIndex is the index of the item Key names, -1 for an empty stack.
 	KeyIndex int
+	// Samples holds, for each item, the stack samples taken in its calls
+	// (nil for an item with none); nil when no item has any. A tracer
+	// that can name their program counters splits the item's self time
+	// among them (see ExtSample).
+	Samples []*Samples
 	// Repeats are the N+1 patterns of the untrimmed tree that the rule
 	// given to AnalyzeRepeats finds, costliest first (see RepeatRule).
 	Repeats []Repeat
@@ -825,9 +957,10 @@ func AnalyzeRepeats(recs []Record, mode Mode, endMs uint64, triggerCost int64, r
 }
 
 func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems int, rule RepeatRule, funcOf FuncOf) Result {
-	all, times, allExts := itemsTimed(recs, mode, endMs, funcOf)
+	all, times, allExts, allStacks, from := itemsTimed(recs, mode, endMs, funcOf)
 	items, kept := trim(all, spared(allExts, len(all)), maxItems)
 	exts := keptExts(allExts, kept, len(all))
+	samples := keptSamples(all, times, allExts, allStacks, kept, from)
 	base := uint64(math.MaxUint64)
 	for _, t := range times {
 		base = min(base, t)
@@ -853,7 +986,7 @@ func analyze(recs []Record, mode Mode, endMs uint64, triggerCost int64, maxItems
 		b = append(b, '\n')
 		cost = max(cost, it.Cost)
 	}
-	res := Result{Items: items, Stack: string(b), Cost: cost, Starts: starts, Exts: exts, KeyIndex: -1}
+	res := Result{Items: items, Stack: string(b), Cost: cost, Starts: starts, Exts: exts, Samples: samples, KeyIndex: -1}
 	res.Repeats = repeats(all, allExts, cost, rule)
 	if len(items) == 0 {
 		return res

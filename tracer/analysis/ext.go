@@ -37,7 +37,34 @@ const (
 	// ExtWake is the goroutine that ended a wait by waking the recording
 	// goroutine: never an item. It is the wait's Interval.Waker.
 	ExtWake = abi.ExtWake
+	// ExtSample is a sample of the goroutine's stack taken while it ran on
+	// a CPU: never an item. It belongs to the call it was taken in, the
+	// innermost open call whose function is among its program counters
+	// (with a FuncOf to name them; else the innermost open call), and
+	// the program counters below that call's become one of the call's
+	// Samples (see Result.Samples).
+	ExtSample = abi.ExtSample
 )
+
+// Samples are the stack samples taken while an item's call was the
+// innermost instrumented one of its goroutine (ExtSample): what its own
+// time went to, in code without hooks.
+type Samples struct {
+	// Self is the item's own time in ms: its cost less its children's
+	// (the goroutines it started excepted), in the whole tree, before the
+	// trim.
+	Self int64
+	// Sampled is the part of Self that the samples stand for: the time
+	// the call ran after the dispatch's sampling began (its self time
+	// taken as spread evenly over it). A tracer splits it among the
+	// samples; the rest of Self stays the call's own.
+	Sampled int64
+	// Stacks are the samples' program counters below the item's
+	// function, innermost first, one per logical frame (an inlined call
+	// has one, as runtime.Callers gives them): empty for a sample taken
+	// in the item's function itself.
+	Stacks [][]uint64
+}
 
 // A Waker is the goroutine that woke a recording goroutine from a wait.
 type Waker struct {

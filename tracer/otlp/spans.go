@@ -98,6 +98,9 @@ type Frame struct {
 	WokenBy *tracer.Waker `json:"woken_by"`
 	// Handoff marks a worker handed work (tracer.Frame.Handoff).
 	Handoff bool `json:"handoff"`
+	// Samples is how many stack samples a sampled frame (Kind
+	// "sampled") stands for (tracer.Frame.Samples).
+	Samples int `json:"samples"`
 }
 
 // Exported reports whether export sends the report: a slow call, LAG, ANR
@@ -455,6 +458,10 @@ func Spans(r *Report) ([]Span, error) {
 		if f.Handoff {
 			s.Attributes = appendAttrs(s.Attributes, KeyValue{"matrix.handoff", Bool(true)})
 		}
+		// A sampled frame is a span too: its time is its share of its
+		// parent's own time, by samples, placed after its parent's
+		// other children.
+		s.Attributes = appendAttrs(s.Attributes, integer("matrix.samples", int64(f.Samples)))
 		if f.Bound != nil {
 			client(&s, f)
 			// The span a call passed on to the service it called has the

@@ -185,7 +185,8 @@ func blamedNode(nodes []node, key string) int {
 	if fn, reason, ok := tracer.ParseWaitKey(key); ok {
 		found := false
 		for i := range nodes {
-			match := nodes[i].Kind == frameKindWait && nodes[i].Reason == reason || isBoundKind(reason) && nodes[i].Kind == reason
+			match := nodes[i].Kind == frameKindWait && nodes[i].Reason == reason || isBoundKind(reason) && nodes[i].Kind == reason ||
+				reason == tracer.ReasonCPU && nodes[i].Kind == frameKindSampled
 			if match && nodes[i].Func == fn && (!found || nodes[i].Cost > nodes[best].Cost) {
 				best, found = i, true
 			}

@@ -74,6 +74,9 @@ const (
 	// frameKindInline is a function without a hook, named by the inline
 	// tree; it is a call like any other.
 	frameKindInline = tracer.FrameInline
+	// frameKindSampled is a function without a hook that a hooked call's
+	// own time went to, found by sampling; its cost is that share.
+	frameKindSampled = tracer.FrameSampled
 	// frameKindDB, frameKindHTTP, frameKindRPC and frameKindPublish are
 	// boundaries: calls out of the program, named by their statement or
 	// host.
@@ -342,11 +345,13 @@ type node struct {
 	Line int    `json:"line,omitempty"`
 	// Cost is the node's wall time in ms, Self the part not spent in its
 	// children (never negative).
-	Cost   int64  `json:"cost"`
-	Self   int64  `json:"self"`
-	Count  int    `json:"count"`
-	Kind   string `json:"kind,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Cost  int64 `json:"cost"`
+	Self  int64 `json:"self"`
+	Count int   `json:"count"`
+	// Samples is how many stack samples a sampled node stands for.
+	Samples int    `json:"samples,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 	// For is what a wait waited for, when the report says (Frame.For).
 	For string `json:"for,omitempty"`
 	// WokenBy names the goroutine that ended a wait, when another did
@@ -382,7 +387,7 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 	for i := range frames {
 		f := &frames[i]
 		nd := &nodes[i]
-		*nd = node{Cost: max(f.Cost, 0), Count: max(f.Count, 0), Kind: f.Kind, Reason: f.Reason, For: f.For, ID: f.ID, Parent: -1}
+		*nd = node{Cost: max(f.Cost, 0), Count: max(f.Count, 0), Samples: f.Samples, Kind: f.Kind, Reason: f.Reason, For: f.For, ID: f.ID, Parent: -1}
 		// The claimed depths place a frame under the last shallower
 		// one; the node's depth is its place in the tree, one more
 		// than its parent's, whatever its frame claims: what is drawn
@@ -408,6 +413,9 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 			}
 			nd.Name = "[" + reason + "]"
 			nd.WokenBy = wakerName(f.WokenBy)
+			continue
+		case frameKindSampled:
+			nd.Func, nd.File, nd.Line, nd.Name = f.Func, f.File, f.Line, f.Func
 			continue
 		case "", frameKindGoroutine, frameKindInline:
 		default:
@@ -494,6 +502,8 @@ func printTree(w io.Writer, indent string, nodes []node) {
 		switch {
 		case nd.Kind == frameKindInline:
 			name += " (inline)"
+		case nd.Kind == frameKindSampled:
+			name += fmt.Sprintf(" (sampled ×%d)", nd.Samples)
 		case nd.Kind == frameKindGoroutine && nd.Reason == "outlived":
 			name += " (outlives the call)"
 		case nd.Kind == frameKindGoroutine && nd.Reason != "":

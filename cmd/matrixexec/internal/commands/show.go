@@ -73,11 +73,15 @@ func showIssue(w io.Writer, is map[string]any, repeat *tracer.RepeatFields, node
 	if repeat != nil {
 		fmt.Fprintf(w, "  %s\n", repeat)
 	}
+	if b, ok := is["allocBytes"].(float64); ok {
+		n, _ := is["allocObjects"].(float64)
+		fmt.Fprintf(w, "  allocated %s in %.0f objects\n", byteSize(b), n)
+	}
 	if len(nodes) == 0 {
 		var rest []string
 		for k, v := range is {
 			switch k {
-			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack", "repeat":
+			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack", "repeat", "allocBytes", "allocObjects":
 				continue
 			case tracer.KeyHostName, tracer.KeyGoVersion:
 				continue // the process's, the same in every report it wrote
@@ -122,4 +126,19 @@ func compact(v any) string {
 		return string(b)
 	}
 	return fmt.Sprint(v)
+}
+
+// byteSize renders a number of bytes for people, in powers of 1000:
+// "512 B", "1.5 MB", "1.28 GB".
+func byteSize(b float64) string {
+	for _, u := range []string{"B", "kB", "MB", "GB", "TB"} {
+		if b < 1000 || u == "TB" {
+			if u == "B" {
+				return fmt.Sprintf("%.0f B", b)
+			}
+			return fmt.Sprintf("%.3g %s", b, u)
+		}
+		b /= 1000
+	}
+	return ""
 }

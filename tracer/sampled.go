@@ -1,0 +1,135 @@
+package tracer
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/matrixgo/matrix/tracer/analysis"
+)
+
+// FrameSampled is a function without a hook in which a call spent its own
+// time, found by sampling the stacks of the dispatch's goroutines while
+// they ran on a CPU (a function of the standard library, a leaf too small
+// or too bounded to be hooked, an inlined function, a blacklisted
+// package): a child of the hooked call the samples were taken in, or of a
+// sampled frame. Samples is how many samples were taken in it and its
+// callees; its Cost is that share of the hooked call's own time since the
+// sampling began (analysis.Samples.Sampled), and File and Line are where its first sample
+// was taken in it (for a function with callees, the line of the call).
+const FrameSampled = "sampled"
+
+// ReasonCPU is the reason of a stack key that names a sampled frame,
+// "<func>[cpu]|": the dispatch's time went to that function running.
+const ReasonCPU = "cpu"
+
+// Bounds of the sampled frames of one call: a frame with less than
+// sampledMinShare of the call's samples is left out (its time stays the
+// call's), and at most sampledMaxFrames are kept, the heaviest first.
+const (
+	sampledMinShare  = 0.05
+	sampledMaxFrames = 16
+)
+
+// sampledNode is a function of the prefix tree of a call's samples.
+type sampledNode struct {
+	fn, file string
+	line     int
+	n        int // samples taken in it or its callees
+	kids     []*sampledNode
+}
+
+// sampledFrames folds the samples of a call into frames at depth and
+// below, outermost first in pre-order, the heaviest first among siblings.
+// start is the call's start.
+func sampledFrames(sm *analysis.Samples, depth int, start int64) []Frame {
+	total := len(sm.Stacks)
+	if total == 0 || sm.Sampled <= 0 {
+		return nil
+	}
+	root := &sampledNode{}
+	for _, pcs := range sm.Stacks {
+		frames := stackFrames(pcs)
+		at := root
+		for i := len(frames) - 1; i >= 0; i-- {
+			f := frames[i]
+			if i < len(frames)-1 && f.fn == frames[i+1].fn {
+				continue // a function calling itself is one frame
+			}
+			var next *sampledNode
+			for _, k := range at.kids {
+				if k.fn == f.fn {
+					next = k
+					break
+				}
+			}
+			if next == nil {
+				next = &sampledNode{fn: f.fn, file: f.file, line: f.line}
+				at.kids = append(at.kids, next)
+			}
+			next.n++
+			at = next
+		}
+	}
+	min := int(float64(total)*sampledMinShare + 0.999)
+	var out []Frame
+	var walk func(n *sampledNode, d int)
+	walk = func(n *sampledNode, d int) {
+		slices.SortStableFunc(n.kids, func(a, b *sampledNode) int { return cmp.Compare(b.n, a.n) })
+		for _, k := range n.kids {
+			if k.n < min || len(out) == sampledMaxFrames {
+				continue
+			}
+			cost := (sm.Sampled*int64(k.n) + int64(total)/2) / int64(total)
+			out = append(out, Frame{Depth: d, Count: 1, Cost: cost, Start: start, Func: k.fn, File: k.file, Line: k.line, Kind: FrameSampled, Samples: k.n})
+			walk(k, d+1)
+		}
+	}
+	walk(root, depth)
+	return out
+}
+
+// stackFrame is a function of a sample's stack.
+type stackFrame struct {
+	fn, file string
+	line     int
+}
+
+// stackFrames names a sample's program counters, innermost first, one
+// function each (inlined ones too), leaving out the runtime's goroutine
+// exit.
+func stackFrames(pcs []uint64) []stackFrame {
+	if len(pcs) == 0 {
+		return nil
+	}
+	out := make([]stackFrame, 0, len(pcs))
+	frames := callerFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if f.Function != "" && f.Function != "runtime.goexit" {
+			out = append(out, stackFrame{fn: mainPath(f.Function), file: f.File, line: f.Line})
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+// sampledKey returns the stack key that names the sampled frame that wins
+// Matrix's rule among frames (those of the call the key named): the
+// largest (depth+1)·cost among those costing at least 30 % of cost; ""
+// when none does.
+func sampledKey(frames []Frame, cost int64) string {
+	best, bw := -1, int64(-1)
+	for i, f := range frames {
+		if f.Kind != FrameSampled || f.Cost*10 < cost*3 {
+			continue
+		}
+		if w := int64(f.Depth+1) * f.Cost; w > bw {
+			best, bw = i, w
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return WaitKey(frames[best].Func, ReasonCPU)
+}
