@@ -11,7 +11,8 @@ import (
 
 // CPU samples. A dispatch that runs for longer than Config.SampleAfter has
 // the stacks of its goroutines sampled while they run on a CPU, every
-// abi.SamplePeriodMs, by the runtime (see abi.SampleSlots): Records splices
+// abi.SamplePeriodMs, and where they allocate, every 512 KiB
+// (abi.SampleAlloc), by the runtime (see abi.SampleSlots): Records splices
 // them into each goroutine's records as abi.ExtSample points, at their
 // time, so that the analysis can place each one under the call it was
 // taken in and name what that call's own time went to, in code without
@@ -68,11 +69,15 @@ func (d *Dispatch) samples() ([]sample, uint32) {
 		for j := 1; j < abi.SampleHeaderWords; j++ {
 			hdr[j] = atomic.LoadUint64(&w[j])
 		}
-		_, _, npc := abi.UnpackExt(hdr[3])
+		_, kind, npc := abi.UnpackExt(hdr[3])
 		npc = min(npc, abi.SampleMaxPCs)
-		recs := make([]uint64, 0, npc+3)
+		recs := make([]uint64, 0, npc+4)
 		t := hdr[2] & abi.TimeMask
-		recs = append(recs, abi.Pack(true, abi.ExtID, t), abi.PackExt(abi.ExtSample, abi.SampleCPU, npc))
+		if kind == abi.SampleAlloc {
+			recs = append(recs, abi.Pack(true, abi.ExtID, t), abi.PackExt(abi.ExtSample, abi.SampleAlloc, npc+1), hdr[4])
+		} else {
+			recs = append(recs, abi.Pack(true, abi.ExtID, t), abi.PackExt(abi.ExtSample, abi.SampleCPU, npc))
+		}
 		for j := range npc {
 			recs = append(recs, atomic.LoadUint64(&w[abi.SampleHeaderWords+j]))
 		}
@@ -81,6 +86,15 @@ func (d *Dispatch) samples() ([]sample, uint32) {
 			continue // rewritten while it was read
 		}
 		out = append(out, sample{ring: uintptr(hdr[1]), t: t, recs: recs})
+	}
+	if kept := uint32(len(out)); kept > 0 && taken > kept {
+		// A full slot keeps a uniform sample of the stacks taken: each
+		// allocation sample kept stands for its share of those lost.
+		for _, s := range out {
+			if _, kind, _ := abi.UnpackExt(s.recs[1]); kind == abi.SampleAlloc {
+				s.recs[2] = s.recs[2] * uint64(taken) / uint64(kept)
+			}
+		}
 	}
 	slices.SortStableFunc(out, func(a, b sample) int {
 		switch {

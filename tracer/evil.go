@@ -61,6 +61,11 @@ type Frame struct {
 	// Samples is, for a sampled frame (FrameSampled), how many stack
 	// samples were taken in it or in its callees.
 	Samples int `json:"samples,omitempty"`
+	// AllocBytes is what the dispatch's allocation samples taken in the
+	// frame and under it stand for (one per 512 KiB a goroutine
+	// allocated once the dispatch was sampled): an estimate, where the
+	// report's allocBytes is exact.
+	AllocBytes uint64 `json:"allocBytes,omitempty"`
 }
 
 // Waker is the goroutine that woke a waiting goroutine, and where it was:

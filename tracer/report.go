@@ -77,6 +77,12 @@ type EvilReport struct {
 	// asked for. Zero when it allocated nothing, or for a start-up.
 	AllocBytes uint64 `json:"allocBytes,omitempty"`
 	AllocCount uint64 `json:"allocObjects,omitempty"`
+	// AllocFunc is the function whose own code allocated the most by the
+	// allocation samples (Frame.AllocBytes), and AllocFuncBytes what its
+	// samples stand for; empty when the dispatch was not sampled while it
+	// allocated.
+	AllocFunc      string `json:"allocFunc,omitempty"`
+	AllocFuncBytes uint64 `json:"allocFuncBytes,omitempty"`
 	// Repeat is the costliest N+1 pattern of a slow call, when it has one
 	// (see TraceConfig.Repeats).
 	Repeat *RepeatFields `json:"repeat,omitempty"`

@@ -34,8 +34,35 @@ const (
 type sampledNode struct {
 	fn, file string
 	line     int
-	n        int // samples taken in it or its callees
+	n        int    // CPU samples taken in it or its callees
+	alloc    uint64 // bytes its allocation samples (and its callees') stand for
 	kids     []*sampledNode
+}
+
+// add walks the stack frames (innermost first) down from n, adding the
+// sample to each node on the way (a function calling itself is one node).
+func (n *sampledNode) add(frames []stackFrame, cpu int, alloc uint64) {
+	at := n
+	for i := len(frames) - 1; i >= 0; i-- {
+		f := frames[i]
+		if i < len(frames)-1 && f.fn == frames[i+1].fn {
+			continue
+		}
+		var next *sampledNode
+		for _, k := range at.kids {
+			if k.fn == f.fn {
+				next = k
+				break
+			}
+		}
+		if next == nil {
+			next = &sampledNode{fn: f.fn, file: f.file, line: f.line}
+			at.kids = append(at.kids, next)
+		}
+		next.n += cpu
+		next.alloc += alloc
+		at = next
+	}
 }
 
 // sampledFrames folds the samples of a call into frames at depth and
@@ -43,49 +70,106 @@ type sampledNode struct {
 // start is the call's start.
 func sampledFrames(sm *analysis.Samples, depth int, start int64) []Frame {
 	total := len(sm.Stacks)
-	if total == 0 || sm.Sampled <= 0 {
+	root := &sampledNode{}
+	if sm.Sampled > 0 {
+		for _, pcs := range sm.Stacks {
+			root.add(stackFrames(pcs), 1, 0)
+		}
+	} else {
+		total = 0 // no time to split
+	}
+	for _, a := range sm.Allocs {
+		root.alloc += a.Bytes
+		root.add(stackFrames(a.PCs), 0, a.Bytes)
+	}
+	if total == 0 && root.alloc == 0 {
 		return nil
 	}
-	root := &sampledNode{}
-	for _, pcs := range sm.Stacks {
-		frames := stackFrames(pcs)
-		at := root
-		for i := len(frames) - 1; i >= 0; i-- {
-			f := frames[i]
-			if i < len(frames)-1 && f.fn == frames[i+1].fn {
-				continue // a function calling itself is one frame
-			}
-			var next *sampledNode
-			for _, k := range at.kids {
-				if k.fn == f.fn {
-					next = k
-					break
-				}
-			}
-			if next == nil {
-				next = &sampledNode{fn: f.fn, file: f.file, line: f.line}
-				at.kids = append(at.kids, next)
-			}
-			next.n++
-			at = next
-		}
-	}
-	min := int(float64(total)*sampledMinShare + 0.999)
+	minN := int(float64(total)*sampledMinShare + 0.999)
+	minAlloc := uint64(float64(root.alloc)*sampledMinShare) + 1
 	var out []Frame
 	var walk func(n *sampledNode, d int)
 	walk = func(n *sampledNode, d int) {
-		slices.SortStableFunc(n.kids, func(a, b *sampledNode) int { return cmp.Compare(b.n, a.n) })
+		slices.SortStableFunc(n.kids, func(a, b *sampledNode) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(b.alloc, a.alloc)) })
 		for _, k := range n.kids {
-			if k.n < min || len(out) == sampledMaxFrames {
+			if total == 0 || k.n < minN {
+				if root.alloc == 0 || k.alloc < minAlloc {
+					continue
+				}
+			}
+			if len(out) == sampledMaxFrames {
 				continue
 			}
-			cost := (sm.Sampled*int64(k.n) + int64(total)/2) / int64(total)
-			out = append(out, Frame{Depth: d, Count: 1, Cost: cost, Start: start, Func: k.fn, File: k.file, Line: k.line, Kind: FrameSampled, Samples: k.n})
+			var cost int64
+			if total > 0 {
+				cost = (sm.Sampled*int64(k.n) + int64(total)/2) / int64(total)
+			}
+			out = append(out, Frame{Depth: d, Count: 1, Cost: cost, Start: start, Func: k.fn, File: k.file, Line: k.line, Kind: FrameSampled, Samples: k.n, AllocBytes: k.alloc})
 			walk(k, d+1)
 		}
 	}
 	walk(root, depth)
 	return out
+}
+
+// allocTotal is what the allocation samples of a call stand for.
+func allocTotal(sm *analysis.Samples) uint64 {
+	var b uint64
+	for _, a := range sm.Allocs {
+		b += a.Bytes
+	}
+	return b
+}
+
+// withAllocs sets each frame's AllocBytes to what the allocation samples
+// under it stand for: a call's own samples (own, by frame) and its
+// children's, sampled frames' already holding theirs and their callees'.
+func withAllocs(frames []Frame, own []uint64) {
+	parent := make([]int, len(frames))
+	var st []int
+	for i := range frames {
+		for len(st) > 0 && frames[st[len(st)-1]].Depth >= frames[i].Depth {
+			st = st[:len(st)-1]
+		}
+		parent[i] = -1
+		if len(st) > 0 {
+			parent[i] = st[len(st)-1]
+		}
+		st = append(st, i)
+		if frames[i].Kind != FrameSampled && i < len(own) {
+			frames[i].AllocBytes = own[i]
+		}
+	}
+	for i := len(frames) - 1; i >= 0; i-- {
+		if p := parent[i]; p >= 0 && frames[i].Kind != FrameSampled {
+			frames[p].AllocBytes += frames[i].AllocBytes
+		}
+	}
+}
+
+// heaviestAlloc returns the frame that allocated the most itself (its
+// AllocBytes less its children's), and those bytes; -1 if none did.
+func heaviestAlloc(frames []Frame) (int, uint64) {
+	self := make([]uint64, len(frames))
+	var st []int
+	for i := range frames {
+		for len(st) > 0 && frames[st[len(st)-1]].Depth >= frames[i].Depth {
+			st = st[:len(st)-1]
+		}
+		self[i] = frames[i].AllocBytes
+		if len(st) > 0 {
+			p := st[len(st)-1]
+			self[p] -= min(self[p], frames[i].AllocBytes)
+		}
+		st = append(st, i)
+	}
+	best, bb := -1, uint64(0)
+	for i, b := range self {
+		if b > bb && frames[i].Func != "" {
+			best, bb = i, b
+		}
+	}
+	return best, bb
 }
 
 // stackFrame is a function of a sample's stack.

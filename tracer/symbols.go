@@ -179,6 +179,9 @@ func funcOfPC(pc uint64) uint32 {
 func (t callTree) fill(r *EvilReport, note string) {
 	r.Cost = t.res.Cost
 	r.Tree = &TreeFields{Stack: t.res.Stack, StackKey: t.key, Frames: t.frames, Recorded: note == ""}
+	if i, b := heaviestAlloc(t.frames); i >= 0 {
+		r.AllocFunc, r.AllocFuncBytes = t.frames[i].Func, b
+	}
 	if note != "" {
 		r.addNote(note)
 	}
@@ -292,9 +295,14 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 		st = st[:len(st)-1]
 		frames = append(frames, a.sampled...)
 	}
+	var own []uint64 // by frame: what the allocation samples of its call stand for
 	sampledOf := func(i int, f Frame) []Frame {
 		if i >= len(res.Samples) || res.Samples[i] == nil {
 			return nil
+		}
+		if b := allocTotal(res.Samples[i]); b != 0 {
+			own = append(own, make([]uint64, len(frames)-len(own))...)
+			own[len(frames)-1] = b
 		}
 		sf := sampledFrames(res.Samples[i], f.Depth+1, f.Start)
 		if i == res.KeyIndex && len(sf) > 0 {
@@ -381,6 +389,9 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 	}
 	for len(st) > 0 {
 		pop()
+	}
+	if own != nil {
+		withAllocs(frames, own)
 	}
 	return frames, key
 }

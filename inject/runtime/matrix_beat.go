@@ -1858,7 +1858,17 @@ func matrixSigSample(pc, sp, lr uintptr, gp *g) {
 	if i < 0 {
 		return
 	}
-	matrixSampleInto(i, r, pc, sp, lr, gp, mp)
+	getg().m.mallocing++
+	var u unwinder
+	var stk [matrixSampleMaxPCs]uintptr
+	if mp.vdsoSP != 0 {
+		u.initAt(mp.vdsoPC, mp.vdsoSP, 0, gp, unwindSilentErrors|unwindJumpStack)
+	} else {
+		u.initAt(pc, sp, lr, gp, unwindSilentErrors|unwindTrap|unwindJumpStack)
+	}
+	n := tracebackPCs(&u, 0, stk[:])
+	getg().m.mallocing--
+	matrixSampleInto(i, r, matrixSampleCPU, 0, stk[:n])
 }
 
 // matrixSampleInto writes a sample of gp's stack into slot i: at the next
@@ -1868,7 +1878,7 @@ func matrixSigSample(pc, sp, lr uintptr, gp *g) {
 // taken.
 //
 //go:nowritebarrierrec
-func matrixSampleInto(i int, r *matrixRing, pc, sp, lr uintptr, gp *g, mp *m) {
+func matrixSampleInto(i int, r *matrixRing, kind uint8, weight uint64, stk []uintptr) {
 	s := &matrixProf.slots[i]
 	gen := s.gen.Load()
 	k := s.n.Add(1) - 1
@@ -1884,19 +1894,11 @@ func matrixSampleInto(i int, r *matrixRing, pc, sp, lr uintptr, gp *g, mp *m) {
 	if old&1 != 0 || !atomic.Cas64(&rec[0], old, uint64(gen)<<32|ver|1) {
 		return // another thread writes it
 	}
-	getg().m.mallocing++
-	var u unwinder
-	var stk [matrixSampleMaxPCs]uintptr
-	if mp.vdsoSP != 0 {
-		u.initAt(mp.vdsoPC, mp.vdsoSP, 0, gp, unwindSilentErrors|unwindJumpStack)
-	} else {
-		u.initAt(pc, sp, lr, gp, unwindSilentErrors|unwindTrap|unwindJumpStack)
-	}
-	n := tracebackPCs(&u, 0, stk[:])
-	getg().m.mallocing--
+	n := min(len(stk), matrixSampleMaxPCs)
 	rec[1] = uint64(uintptr(unsafe.Pointer(r)))
 	rec[2] = atomic.Load64(&matrixClk.now)
-	rec[3] = uint64(matrixExtSample)<<matrixExtKindShift | uint64(n)
+	rec[3] = uint64(matrixExtSample)<<matrixExtKindShift | uint64(kind)<<matrixExtReasonShift | uint64(n)
+	rec[4] = weight
 	for j := 0; j < n; j++ {
 		rec[matrixSampleHeaderWords+j] = uint64(stk[j])
 	}
@@ -1912,9 +1914,44 @@ func matrixSampleInto(i int, r *matrixRing, pc, sp, lr uintptr, gp *g, mp *m) {
 //go:nosplit
 func matrixAlloc(gp *g, size uintptr) {
 	r := (*matrixRing)(gp.matrixBeat)
-	if r == matrixStartup {
+	if r == matrixStartup || size == 0 {
 		return
 	}
+	old := r.alloc
 	r.alloc += uint64(size)
 	r.allocs++
+	if k := r.alloc>>matrixSampleAllocShift - old>>matrixSampleAllocShift; k != 0 && matrixProf.used.Load() != 0 {
+		matrixAllocSample(r, k<<matrixSampleAllocShift)
+	}
+}
+
+// matrixAllocSample takes a sample of the calling goroutine's stack where
+// it allocates, standing for weight bytes, into its dispatch's sample
+// slot if the dispatch has one; the runtime's frames are left out.
+//
+//go:noinline
+func matrixAllocSample(r *matrixRing, weight uint64) {
+	root := r
+	if r.root != nil {
+		root = (*matrixRing)(r.root)
+	}
+	i := matrixProfFind(uintptr(unsafe.Pointer(root)))
+	if i < 0 {
+		return
+	}
+	var pcs [matrixSampleMaxPCs + 8]uintptr
+	n := callers(1, pcs[:])
+	k := 0
+	for k < n {
+		f := findfunc(pcs[k] - 1)
+		if !f.valid() {
+			break
+		}
+		name := funcname(f)
+		if len(name) < 8 || name[:8] != "runtime." {
+			break
+		}
+		k++
+	}
+	matrixSampleInto(i, r, matrixSampleAlloc, weight, pcs[k:n])
 }

@@ -136,8 +136,9 @@ const (
 // ·SampleWords words). A sample's words are: its stamp (the slot's
 // generation in the top 32 bits, a version in bits 31..1 and bit 0 set
 // while it is written), the address of the ring of the goroutine it was
-// taken on, its time in record time, its kind (SampleCPU) and number of
-// program counters packed as PackExt packs them, and the program counters.
+// taken on, its time in record time, its kind (SampleCPU, SampleAlloc) and
+// number of program counters packed as PackExt packs them, the bytes an
+// allocation sample stands for, and the program counters.
 // A slot that is full keeps a uniform sample of every stack taken
 // (reservoir sampling), counting each one taken.
 const (
@@ -152,11 +153,19 @@ const (
 	SampleMaxPCs = 32
 	// SampleHeaderWords is the number of words before the program
 	// counters.
-	SampleHeaderWords = 4
+	SampleHeaderWords = 5
 	// SampleWords is the size of one sample in words.
 	SampleWords = SampleHeaderWords + SampleMaxPCs
 	// SampleCPU is the reason of a sample of a goroutine on a CPU.
 	SampleCPU = 0
+	// SampleAlloc is the reason of a sample of a goroutine's stack where
+	// it allocated: one each time what it allocated crosses a multiple of
+	// 1<<SampleAllocShift bytes, its fifth word the bytes it stands for.
+	// A reader splices it with those bytes as the first payload word.
+	SampleAlloc = 1
+	// SampleAllocShift sets the allocation sampling period: 512 KiB, the
+	// heap profile's.
+	SampleAllocShift = 19
 )
 
 // Kinds of boundaries (the reason of an ExtBound start record) and the
@@ -518,6 +527,9 @@ const (
 	matrixSampleMaxPCs   = %d
 	matrixSampleHeaderWords = %d
 	matrixSampleWords    = %d
+	matrixSampleCPU      = %d
+	matrixSampleAlloc    = %d
+	matrixSampleAllocShift = %d
 )
 `, EnterBit, IDShift, IDMask, uint64(TimeMask), DispatchID, StartupRingSize,
 		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset,
@@ -526,5 +538,5 @@ const (
 		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset, RingAllocOffset, RingAllocsOffset,
 		RingSize, NameTableNextOffset, NameTableDataOffset, NameTableSize, RingRunning, RingEnded, RingAbandoned,
 		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtBound, ExtBoundWords, ExtWake, ExtWakePCs, ExtGoHandoff, ExtKindShift, ExtReasonShift, ExtMaxPCs,
-		ExtSample, SamplePeriodMs, SampleSlots, SampleSlotSamples, SampleMaxPCs, SampleHeaderWords, SampleWords)
+		ExtSample, SamplePeriodMs, SampleSlots, SampleSlotSamples, SampleMaxPCs, SampleHeaderWords, SampleWords, SampleCPU, SampleAlloc, SampleAllocShift)
 }

@@ -183,7 +183,7 @@ type done struct {
 	count  int
 	cost   int64
 	ext    *Interval
-	stacks [][]uint64 // the samples taken in the calls it folds (ExtSample)
+	stacks []stackSample // the samples taken in the calls it folds (ExtSample)
 
 	up, first, last, next int // tree parent, first and last child, next sibling
 }
@@ -250,13 +250,13 @@ func ItemsExt(recs []Record, mode Mode, endMs uint64) ([]Item, []*Interval) {
 // has any), and the time from which the goroutines were sampled: a period
 // before the first sample. With funcOf, recovery records close the
 // calls a panic unwound (see AnalyzeFuncs); without, they are skipped.
-func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, []uint64, []*Interval, [][][]uint64, uint64) {
+func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, []uint64, []*Interval, [][]stackSample, uint64) {
 	var (
 		stack   = openStack{s: make([]open, 0, 64), dTop: -1}
 		enters  = make([]enter, 0, len(recs)/2+1)
 		comp    = make([]done, 0, len(recs)/4+1)
 		maxTime uint64
-		stacks  map[int][][]uint64 // by enter index: the samples of the open call
+		stacks  map[int][]stackSample // by enter index: the samples of the open call
 		// sampledFrom is the time of the first sample.
 		sampledFrom uint64 = math.MaxUint64
 	)
@@ -343,13 +343,23 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 			if !begun {
 				continue
 			}
-			sampledFrom = min(sampledFrom, r.Time())
+			var bytes uint64
+			if ext.Reason == abi.SampleAlloc {
+				// Where it allocated: its first word is the bytes it
+				// stands for.
+				if len(ext.PCs) == 0 {
+					continue
+				}
+				bytes, ext.PCs = ext.PCs[0], ext.PCs[1:]
+			} else {
+				sampledFrom = min(sampledFrom, r.Time())
+			}
 			if k, below := sampledIn(&stack, ext, funcOf); k >= 0 {
 				if stacks == nil {
-					stacks = make(map[int][][]uint64)
+					stacks = make(map[int][]stackSample)
 				}
 				seq := stack.s[k].seq
-				stacks[seq] = append(stacks[seq], below)
+				stacks[seq] = append(stacks[seq], stackSample{pcs: below, bytes: bytes})
 			}
 			continue
 		}
@@ -544,7 +554,7 @@ func recoverer(st *openStack, x *Interval, funcOf FuncOf) int {
 // a level misplaced the node, a first node of depth != 0 discarded the whole
 // tree, and a depth-0 node kept a stale father. The parent links recorded
 // while walking the records make the tree exact.
-func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval, [][][]uint64) {
+func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval, [][]stackSample) {
 	for i := range comp {
 		comp[i].up, comp[i].first, comp[i].last, comp[i].next = -1, -1, -1, -1
 	}
@@ -592,7 +602,7 @@ func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval, [][][]uin
 	out := make([]Item, 0, len(comp))
 	starts := make([]uint64, 0, len(comp))
 	var exts []*Interval
-	var stacks [][][]uint64
+	var stacks [][]stackSample
 	depth := 0
 	for i := rootFirst; i >= 0; {
 		c := &comp[i]
@@ -609,7 +619,7 @@ func tree(comp []done, enters []enter) ([]Item, []uint64, []*Interval, [][][]uin
 				exts = append(exts, c.ext)
 			}
 			if c.stacks != nil && stacks == nil {
-				stacks = make([][][]uint64, len(out)-1, len(comp))
+				stacks = make([][]stackSample, len(out)-1, len(comp))
 			}
 			if stacks != nil {
 				stacks = append(stacks, c.stacks)
@@ -819,7 +829,15 @@ func selfKeyIndex(items []Item, exts []*Interval) int {
 // keptSamples returns the Samples of the kept items of all (by their index
 // in all), their self time taken in the whole tree; nil when none has a
 // sample.
-func keptSamples(all []Item, times []uint64, exts []*Interval, stacks [][][]uint64, kept []int, from uint64) []*Samples {
+// stackSample is a sample placed under a call: its program counters below
+// the call's function, and the bytes it stands for if it is where the
+// goroutine allocated (0 for a CPU sample).
+type stackSample struct {
+	pcs   []uint64
+	bytes uint64
+}
+
+func keptSamples(all []Item, times []uint64, exts []*Interval, stacks [][]stackSample, kept []int, from uint64) []*Samples {
 	if stacks == nil {
 		return nil
 	}
@@ -832,7 +850,14 @@ func keptSamples(all []Item, times []uint64, exts []*Interval, stacks [][][]uint
 		if out == nil {
 			out = make([]*Samples, len(kept))
 		}
-		sm := &Samples{Self: self[k], Sampled: self[k], Stacks: stacks[k]}
+		sm := &Samples{Self: self[k], Sampled: self[k]}
+		for _, x := range stacks[k] {
+			if x.bytes != 0 {
+				sm.Allocs = append(sm.Allocs, AllocSample{Bytes: x.bytes, PCs: x.pcs})
+			} else {
+				sm.Stacks = append(sm.Stacks, x.pcs)
+			}
+		}
 		// The part of its time before the sampling began had no
 		// chance of a sample: its share of the self time stays
 		// unsampled, the time taken as spread evenly.

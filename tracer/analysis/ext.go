@@ -64,6 +64,19 @@ type Samples struct {
 	// has one, as runtime.Callers gives them): empty for a sample taken
 	// in the item's function itself.
 	Stacks [][]uint64
+	// Allocs are the samples of where the item's call allocated
+	// (abi.SampleAlloc): one each time its goroutine's allocations
+	// crossed a multiple of 512 KiB, standing for the bytes since.
+	Allocs []AllocSample
+}
+
+// An AllocSample is a sample of a goroutine's stack where it allocated.
+type AllocSample struct {
+	// Bytes is what the sample stands for.
+	Bytes uint64
+	// PCs are its program counters below the item's function, as in
+	// Samples.Stacks.
+	PCs []uint64
 }
 
 // A Waker is the goroutine that woke a recording goroutine from a wait.

@@ -75,13 +75,18 @@ func showIssue(w io.Writer, is map[string]any, repeat *tracer.RepeatFields, node
 	}
 	if b, ok := is["allocBytes"].(float64); ok {
 		n, _ := is["allocObjects"].(float64)
-		fmt.Fprintf(w, "  allocated %s in %.0f objects\n", byteSize(b), n)
+		fmt.Fprintf(w, "  allocated %s in %.0f objects", byteSize(b), n)
+		if fn, _ := is["allocFunc"].(string); fn != "" {
+			fb, _ := is["allocFuncBytes"].(float64)
+			fmt.Fprintf(w, ", most by %s (≈%s)", fn, byteSize(fb))
+		}
+		fmt.Fprintln(w)
 	}
 	if len(nodes) == 0 {
 		var rest []string
 		for k, v := range is {
 			switch k {
-			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack", "repeat", "allocBytes", "allocObjects":
+			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack", "repeat", "allocBytes", "allocObjects", "allocFunc", "allocFuncBytes":
 				continue
 			case tracer.KeyHostName, tracer.KeyGoVersion:
 				continue // the process's, the same in every report it wrote
