@@ -239,7 +239,11 @@ func (c reportCloser) Close() error {
 // Only a regular file, or a path where one can be created, is opened: a
 // symbolic link is never followed (O_NOFOLLOW where the system has it), a
 // named pipe, device, socket or directory is refused, and so is a file
-// owned by another user. The open never blocks (O_NONBLOCK: a named pipe
+// owned by another user or with more than one hard link. A symbolic link
+// in the file's directory path is followed only if no other user could
+// have planted it: owned by root or by the process' user, in a directory
+// that is neither sticky nor writable by others (root's /var/run → /run
+// is followed; a link in /tmp is not). The open never blocks (O_NONBLOCK: a named pipe
 // without a reader does not hold the program up). Each error says what the
 // path is, or which directory is missing.
 //
@@ -284,12 +288,16 @@ func openReportWith(target string, now func() time.Time) (Listener, io.Closer, e
 // or can be created as one (see OpenReport), and returns it with its
 // information.
 func openReportFile(path string) (*os.File, fs.FileInfo, error) {
-	if fi, err := os.Lstat(path); err == nil {
+	real, err := safeReportPath(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err := os.Lstat(real); err == nil {
 		if err := checkReportMode(path, fi.Mode()); err != nil {
 			return nil, nil, err
 		}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|oNoFollow|oNonblock, 0o600)
+	f, err := os.OpenFile(real, os.O_CREATE|os.O_APPEND|os.O_WRONLY|oNoFollow|oNonblock, 0o600)
 	if err != nil {
 		return nil, nil, openReportError(path, err)
 	}
@@ -303,6 +311,10 @@ func openReportFile(path string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	if err := checkReportOwner(fi); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("tracer: report file %s: %w", path, err)
+	}
+	if err := checkReportLinks(fi); err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("tracer: report file %s: %w", path, err)
 	}

@@ -38,9 +38,15 @@ type reportFile struct {
 
 // openRotating opens path as a report file that follows rotation.
 func openRotating(path string, now func() time.Time) (*reportFile, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("tracer: report file %s: %w", path, err)
+	abs := path
+	if !filepath.IsAbs(path) {
+		// Not filepath.Abs, which cleans "link/.." away: the path keeps
+		// what the system makes of it.
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("tracer: report file %s: %w", path, err)
+		}
+		abs = wd + string(filepath.Separator) + path
 	}
 	f, fi, err := openReportFile(abs)
 	if err != nil {
