@@ -133,9 +133,11 @@ type Bound struct {
 // began within 1% of the threshold of it (a reading is a syscall, ten
 // times the cost of the rest of a dispatch); cpu and usage then cover that
 // slightly different interval, consistently. Reports never contain request
-// data (no URL, header or argument): only function ids and names,
-// durations and the scene, and the request's trace context (traceparent)
-// so that an exported report joins the caller's trace.
+// data (no URL path, query, body or argument): only function ids and
+// names, durations and the scene; of the request's headers only the Host
+// (the authority, as host, which names the server in exported spans) and
+// the trace context (traceparent, tracestate) so that an exported report
+// joins the caller's trace.
 //
 // Cost: DispatchBegin takes the cached CPU reading (a syscall at most once
 // per 1% of the threshold). DispatchEnd of a dispatch under the threshold is
