@@ -144,6 +144,9 @@ func scriptCondition(cond string) (bool, error) {
 	switch cond {
 	case "short":
 		return testing.Short(), nil
+	case "root":
+		// Giving a file or link to another user needs root.
+		return os.Geteuid() == 0, nil
 	case "cgo":
 		out, err := exec.Command("go", "env", "CGO_ENABLED").Output()
 		return err == nil && strings.TrimSpace(string(out)) == "1", nil

@@ -83,6 +83,13 @@ type ANRConfig struct {
 	// Dynamic, if set, is consulted on every tick for lag_ms, anr_ms and
 	// anr_enabled, which then override the values above and the setters.
 	Dynamic DynamicConfig
+	// SceneReportsPerMinute bounds the LAG reports, and apart the ANR
+	// reports, of each scene to this many a minute: the first half as
+	// they come, then the first of each of the intervals the rest of the
+	// minute is cut into; the next report of the scene counts those held
+	// back (heldBack). Default DefaultSceneReportsPerMinute (6); negative:
+	// no bound.
+	SceneReportsPerMinute int
 }
 
 // ANRStats are the watchdog's counters since the tracer was made.
@@ -94,6 +101,9 @@ type ANRStats struct {
 	// DroppedLate is the number of ANR reports dropped because the tick
 	// that would have made them woke LateLimit or more late.
 	DroppedLate uint64
+	// HeldBack is the number of LAG and ANR reports held back by the
+	// bound per scene and minute (ANRConfig.SceneReportsPerMinute).
+	HeldBack uint64
 	// Panics is the number of ticks that panicked (and were recovered).
 	Panics uint64
 	// MaxLate is the lateness of the latest tick so far.
@@ -125,6 +135,8 @@ type ANRStats struct {
 //	served       how many dispatches ended since this one began
 //	running      dispatches in progress, this one included
 //	goroutines   runtime.NumGoroutine()
+//	heldBack     the LAG reports of the scene held back since its previous
+//	             one (ANRConfig.SceneReportsPerMinute), when there were any
 //
 // There is no call tree to key a LAG on: its issue key is the innermost
 // function of threadStack outside the standard library (where the program
@@ -170,8 +182,13 @@ type ANRTracer struct {
 	period    time.Duration
 	dyn       DynamicConfig
 
-	ticks, lags, anrs, droppedLate, panics, dumps atomic.Uint64
-	maxLate                                       atomic.Int64
+	ticks, lags, anrs, droppedLate, panics, dumps, heldBack atomic.Uint64
+	maxLate                                                 atomic.Int64
+
+	// The bounds of LAG and ANR reports per scene and minute (nil: none),
+	// on a clock of ns since base.
+	lagBound, anrBound *reportBound
+	base               time.Time
 
 	mu sync.Mutex
 	w  worker // the watchdog goroutine
@@ -185,7 +202,11 @@ func NewANRTracer(cfg ANRConfig) *ANRTracer {
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultWatchdogPeriod
 	}
-	t := &ANRTracer{lateLimit: cfg.LateLimit, period: cfg.Period, dyn: cfg.Dynamic}
+	t := &ANRTracer{lateLimit: cfg.LateLimit, period: cfg.Period, dyn: cfg.Dynamic, base: time.Now()}
+	if cfg.SceneReportsPerMinute >= 0 {
+		t.lagBound = newReportBound(cfg.SceneReportsPerMinute)
+		t.anrBound = newReportBound(cfg.SceneReportsPerMinute)
+	}
 	t.SetLagThreshold(cfg.Lag)
 	t.SetANRThreshold(cfg.ANR)
 	t.enabled.Store(true)
@@ -233,7 +254,7 @@ func (t *ANRTracer) Settings() (enabled bool, lag, anr time.Duration) {
 func (t *ANRTracer) Stats() ANRStats {
 	return ANRStats{
 		Ticks: t.ticks.Load(), Lags: t.lags.Load(), ANRs: t.anrs.Load(),
-		DroppedLate: t.droppedLate.Load(), Panics: t.panics.Load(),
+		DroppedLate: t.droppedLate.Load(), HeldBack: t.heldBack.Load(), Panics: t.panics.Load(),
 		MaxLate:    time.Duration(t.maxLate.Load()),
 		StackDumps: t.dumps.Load(),
 	}
@@ -347,6 +368,8 @@ type stuck struct {
 	recorded    bool
 	recs        []uint64
 	nowMs       uint64
+	// The reports held back by the bound before this LAG and this ANR.
+	lagHeldBack, anrHeldBack uint64
 }
 
 func newWatchdog(t *ANRTracer, r Reporter) *watchdog {
@@ -488,8 +511,15 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 			}
 			return r
 		}
+		if s.lag && !t.admit(t.lagBound, scene, &s, now) {
+			s.lag = false
+		}
+		if s.anr && !t.admit(t.anrBound, scene, &s, now) {
+			s.anr = false
+		}
 		if s.lag {
 			r := common(DetailLag)
+			r.HeldBack = s.lagHeldBack
 			key := blockedIn(block)
 			if key == "" {
 				key = scene
@@ -500,6 +530,7 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 		}
 		if s.anr {
 			r := common(DetailANR)
+			r.HeldBack = s.anrHeldBack
 			if memory == nil {
 				memory = w.m.memory()
 				prio, nice, hasPrio = processPriority()
@@ -525,6 +556,26 @@ func (w *watchdog) report(now time.Time, gc gcCounters, procs, running int) {
 			}
 		}
 	}
+}
+
+// admit applies bound (nil: none) to a LAG or ANR report of the stuck
+// dispatch s of scene, found at now: it reports whether the report is
+// made, and notes in s how many the bound held back before it.
+func (t *ANRTracer) admit(bound *reportBound, scene string, s *stuck, now time.Time) bool {
+	if bound == nil {
+		return true
+	}
+	act, heldBack, _ := bound.admit(scene, s.age, int64(now.Sub(t.base)), nil)
+	if act != boundReport {
+		t.heldBack.Add(1)
+		return false
+	}
+	if bound == t.lagBound {
+		s.lagHeldBack = heldBack
+	} else {
+		s.anrHeldBack = heldBack
+	}
+	return true
 }
 
 // dumpCovers reports whether the last stack dump shows a dispatch that

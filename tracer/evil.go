@@ -131,6 +131,8 @@ type Bound struct {
 //	usage      cpu / wall time as a percentage, "37.50%" (unix only)
 //	traceparent  the request's W3C trace context, when it had a valid one
 //	trace_id   else the id of the trace the dispatch made (beat.Dispatch.TraceID)
+//	heldBack   the dispatches of the scene held back since its previous
+//	           report (SetSceneReportsPerMinute), when there were any
 //	repeat     the costliest N+1 pattern of the tree, when it has one: a
 //	           function, or a statement or client call (bound), repeated
 //	           by one call of another (RepeatFields; see TraceConfig.Repeats)
@@ -142,9 +144,11 @@ type Bound struct {
 // began within 1% of the threshold of it (a reading is a syscall, ten
 // times the cost of the rest of a dispatch); cpu and usage then cover that
 // slightly different interval, consistently. Reports never contain request
-// data (no URL, header or argument): only function ids and names,
-// durations and the scene, and the request's trace context (traceparent)
-// so that an exported report joins the caller's trace.
+// data (no URL path, query, body or argument): only function ids and
+// names, durations and the scene; of the request's headers only the Host
+// (the authority, as host, which names the server in exported spans) and
+// the trace context (traceparent, tracestate) so that an exported report
+// joins the caller's trace.
 //
 // Cost: DispatchBegin takes the cached CPU reading (a syscall at most once
 // per 1% of the threshold). DispatchEnd of a dispatch under the threshold is
@@ -152,10 +156,14 @@ type Bound struct {
 // dispatch's records are copied on the dispatching goroutine (into a pooled
 // buffer) and analysed on the tracer's own goroutine. At most the backlog's
 // worth of slow dispatches wait for analysis; more are dropped and counted
-// (Dropped).
+// (Dropped). Slow dispatches beyond a scene's reports per minute are only
+// counted; the costliest of an interval is copied when it becomes the
+// costliest, and the analysis goroutine looks once a second for those
+// whose interval ended.
 type EvilMethodTracer struct {
 	threshold atomic.Int64 // ns
 	scenes    atomic.Pointer[sceneTable]
+	bound     atomic.Pointer[reportBound] // nil: every slow call reported
 	repeats   atomic.Pointer[analysis.RepeatRule]
 	jobs      chan *evilJob
 	dropped   atomic.Uint64
@@ -178,7 +186,23 @@ func NewEvilMethodTracer(threshold time.Duration, backlog int) *EvilMethodTracer
 	}
 	t := &EvilMethodTracer{jobs: make(chan *evilJob, backlog)}
 	t.SetThreshold(threshold)
+	t.SetSceneReportsPerMinute(0)
 	return t
+}
+
+// SetSceneReportsPerMinute bounds the slow-call reports of each scene to n
+// a minute, whatever their cost (DefaultSceneReportsPerMinute if n is 0;
+// none if n < 0): the first half of them as they come, then the costliest
+// dispatch of each of the intervals the rest of the minute is cut into,
+// reported when its interval ends. The next report of the scene counts
+// the dispatches held back (heldBack). See the package's file bound.go
+// for the rule.
+func (t *EvilMethodTracer) SetSceneReportsPerMinute(n int) {
+	if n < 0 {
+		t.bound.Store(nil)
+		return
+	}
+	t.bound.Store(newReportBound(n))
 }
 
 // Name returns EvilMethodTracerName.
@@ -276,7 +300,21 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 	if !v.report || abandoned {
 		return
 	}
-	t.slow(d, cost, v)
+	if b := t.bound.Load(); b != nil {
+		scene := d.Scene()
+		if scene == "" {
+			scene = d.Name()
+		}
+		act, heldBack, dropped := b.admit(scene, cost, d.StartNano()+int64(cost), func() any { return t.job(d, cost, v) })
+		if dropped != nil {
+			putJob(dropped.(*evilJob))
+		}
+		if act != boundReport {
+			return
+		}
+		v.heldBack = heldBack
+	}
+	t.queue(t.job(d, cost, v))
 }
 
 // evilJob is what the analysis goroutine needs of one slow dispatch.
@@ -312,7 +350,9 @@ func putJob(j *evilJob) {
 	jobPool.Put(j)
 }
 
-func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict) {
+// job copies what the analysis needs of the slow dispatch d; it runs on
+// the dispatching goroutine, where the copy of the records is exact.
+func (t *EvilMethodTracer) job(d *beat.Dispatch, cost time.Duration, v verdict) *evilJob {
 	j := jobPool.Get().(*evilJob)
 	j.why, j.heldBack = v.why, v.heldBack
 	if rule := t.repeats.Load(); rule != nil {
@@ -330,6 +370,12 @@ func (t *EvilMethodTracer) slow(d *beat.Dispatch, cost time.Duration, v verdict)
 	j.traceCtx, j.state, j.traceID = d.TraceParent(), d.TraceState(), d.TraceID()
 	j.req = requestOf(d)
 	j.cost, j.endMs, j.end = cost, d.EndMs(), d.Start().Add(cost)
+	return j
+}
+
+// queue hands j to the analysis goroutine, or drops and counts it when the
+// backlog is full.
+func (t *EvilMethodTracer) queue(j *evilJob) {
 	select {
 	case t.jobs <- j:
 	default:
@@ -349,16 +395,32 @@ func (t *EvilMethodTracer) run(r Reporter, stop <-chan struct{}, done chan<- str
 		putJob(j)
 		r.Report(is)
 	}
+	// The dispatches the bound kept are reported once their interval
+	// ends: looked at once a second.
+	kept := func(all bool) {
+		if b := t.bound.Load(); b != nil {
+			b.due(beat.Nanotime(), all, func(k any, heldBack uint64) {
+				j := k.(*evilJob)
+				j.heldBack = heldBack
+				handle(j)
+			})
+		}
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
 		select {
 		case j := <-t.jobs:
 			handle(j)
+		case <-tick.C:
+			kept(false)
 		case <-stop:
 			for {
 				select {
 				case j := <-t.jobs:
 					handle(j)
 				default:
+					kept(true)
 					return
 				}
 			}

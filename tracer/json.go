@@ -216,7 +216,7 @@ func (lw *lineWriter) flush() {
 // stream, which stays open).
 type reportCloser struct {
 	lw *lineWriter
-	f  *os.File
+	f  io.Closer
 }
 
 func (c reportCloser) Close() error {
@@ -239,14 +239,30 @@ func (c reportCloser) Close() error {
 // Only a regular file, or a path where one can be created, is opened: a
 // symbolic link is never followed (O_NOFOLLOW where the system has it), a
 // named pipe, device, socket or directory is refused, and so is a file
-// owned by another user. The open never blocks (O_NONBLOCK: a named pipe
+// owned by another user or with more than one hard link. A symbolic link
+// in the file's directory path is followed only if no other user could
+// have planted it: owned by root or by the process' user, in a directory
+// that is neither sticky nor writable by others (root's /var/run → /run
+// is followed; a link in /tmp is not). The open never blocks (O_NONBLOCK: a named pipe
 // without a reader does not hold the program up). Each error says what the
 // path is, or which directory is missing.
+//
+// The file follows log rotation: at most once a second, before a write,
+// the path is looked at again (stat: device and inode), and when it names
+// another file or none (renamed or removed by logrotate, lumberjack, …),
+// it is opened again by the same rules, created if need be. A file
+// truncated in place (copytruncate) is written at its new end (O_APPEND).
 //
 // Reports are written as NewJSONListener writes them: whole lines or not
 // at all. Close the closer after the plugins have stopped; it prints the
 // count of reports lost since the last message about write errors.
 func OpenReport(target string) (Listener, io.Closer, error) {
+	return openReportWith(target, time.Now)
+}
+
+// openReportWith is OpenReport with the clock of the rotation checks and
+// the write error messages.
+func openReportWith(target string, now func() time.Time) (Listener, io.Closer, error) {
 	var w io.Writer
 	switch target {
 	case "":
@@ -257,43 +273,52 @@ func OpenReport(target string) (Listener, io.Closer, error) {
 		w = os.Stdout
 	}
 	if w != nil {
-		lw := newLineWriter(w, os.Stderr, time.Now)
+		lw := newLineWriter(w, os.Stderr, now)
 		return newJSONListener(lw), reportCloser{lw: lw}, nil
 	}
-	f, err := openReportFile(target)
+	f, err := openRotating(target, now)
 	if err != nil {
 		return nil, nil, err
 	}
-	lw := newLineWriter(f, os.Stderr, time.Now)
+	lw := newLineWriter(f, os.Stderr, now)
 	return newJSONListener(lw), reportCloser{lw: lw, f: f}, nil
 }
 
 // openReportFile opens path to append reports to, if it is a regular file
-// or can be created as one (see OpenReport).
-func openReportFile(path string) (*os.File, error) {
-	if fi, err := os.Lstat(path); err == nil {
+// or can be created as one (see OpenReport), and returns it with its
+// information.
+func openReportFile(path string) (*os.File, fs.FileInfo, error) {
+	real, err := safeReportPath(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err := os.Lstat(real); err == nil {
 		if err := checkReportMode(path, fi.Mode()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|oNoFollow|oNonblock, 0o600)
+	f, err := os.OpenFile(real, os.O_CREATE|os.O_APPEND|os.O_WRONLY|oNoFollow|oNonblock, 0o600)
 	if err != nil {
-		return nil, openReportError(path, err)
+		return nil, nil, openReportError(path, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("tracer: report file %s: %w", path, err)
+		return nil, nil, fmt.Errorf("tracer: report file %s: %w", path, err)
 	}
 	if err := checkReportMode(path, fi.Mode()); err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkReportOwner(fi); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("tracer: report file %s: %w", path, err)
+		return nil, nil, fmt.Errorf("tracer: report file %s: %w", path, err)
 	}
-	return f, nil
+	if err := checkReportLinks(fi); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("tracer: report file %s: %w", path, err)
+	}
+	return f, fi, nil
 }
 
 // checkReportMode refuses anything but a regular file, saying what it is.

@@ -275,6 +275,7 @@ func TestStartStopLeaksNoGoroutine(t *testing.T) {
 	requireLinked(t)
 	cfg := DefaultTraceConfig()
 	cfg.EvilThreshold = time.Millisecond
+	cfg.EvilScenes.ReportsPerMinute = -1 // a report per cycle, however many a minute
 	p := NewTracePlugin(cfg)
 	var got recorder
 	p.AddListener(&got)
@@ -325,6 +326,7 @@ func TestConcurrentSlowDispatches(t *testing.T) {
 	// Long enough that scheduling delays on a loaded machine stay well
 	// under 30% of the dispatch, so the key is always the sleeping id.
 	cfg.EvilThreshold = 200 * time.Millisecond
+	cfg.EvilScenes.ReportsPerMinute = -1 // every dispatch's tree, not 6 a minute
 	p, got, _ := startPlugin(t, cfg)
 	const n = 50
 	var wg sync.WaitGroup

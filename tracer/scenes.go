@@ -25,9 +25,10 @@ import (
 //     of its scene's last Window dispatches. Until the scene has MinSamples
 //     dispatches, the floor alone applies.
 //
-// Reports of the second kind are bounded per scene (ReportsPerMinute); the
-// dispatches held back are counted and the next report of the scene says
-// how many (heldBack). Every report of this mode says why it was taken
+// Reports are bounded per scene and minute (ReportsPerMinute, see
+// bound.go), whichever rule took them; the dispatches held back are
+// counted and the next report of the scene says how many (heldBack).
+// Every report of this mode says why it was taken
 // (why): "p99 of GET /orders/{id} over the last 1000: 212 ms", "at least
 // the floor of 100 ms (12 earlier GET /orders/{id})", "over the threshold
 // of 700 ms".
@@ -55,8 +56,9 @@ const (
 	// DefaultSceneMinSamples is the number of dispatches a scene needs
 	// before its percentile is used.
 	DefaultSceneMinSamples = 100
-	// DefaultSceneReportsPerMinute bounds the reports per scene taken for
-	// being slow for it.
+	// DefaultSceneReportsPerMinute bounds the reports per scene and
+	// minute: of slow calls, whatever their cost, and of LAG and ANR
+	// reports, each.
 	DefaultSceneReportsPerMinute = 6
 	// DefaultMaxScenes is the number of scenes with histograms of their
 	// own.
@@ -72,8 +74,11 @@ type SceneConfig struct {
 	// MinSamples is the number of dispatches a scene needs before its
 	// percentile is used (DefaultSceneMinSamples).
 	MinSamples int
-	// ReportsPerMinute bounds the reports per scene taken for being slow
-	// for it (DefaultSceneReportsPerMinute).
+	// ReportsPerMinute bounds the reports per scene and minute, of slow
+	// calls whatever their cost and, unless ANRConfig sets its own, of LAG
+	// and ANR reports each (DefaultSceneReportsPerMinute). It applies with
+	// a fixed threshold too (see EvilMethodTracer.SetSceneReportsPerMinute);
+	// negative: no bound.
 	ReportsPerMinute int
 	// MaxScenes is the number of scenes with histograms of their own
 	// (DefaultMaxScenes).
@@ -137,10 +142,6 @@ type sceneCosts struct {
 	mu         sync.Mutex
 	cur, prev  [histBuckets]uint32
 	nCur, nOld int
-	minute     int64  // start of the current rate-limit minute (monotonic ns)
-	minuteSet  bool   // minute has been set
-	reported   int    // reports taken for being slow in that minute
-	heldBack   uint64 // slow dispatches not reported since the last report
 
 	// shards count the dispatches that cannot be slow for the scene (see
 	// sceneShard), apart from mu.
@@ -325,19 +326,6 @@ func (t *sceneTable) decide(s *sceneCosts, scene string, b int, cost time.Durati
 			if edge := s.percentileEdge(0.99, n); cost >= edge {
 				v.report = true
 				v.why = "p99 of " + scene + " over the last " + strconv.Itoa(n) + ": " + msText(edge)
-			}
-		}
-		if v.report {
-			now := start + int64(cost) // its end
-			if !s.minuteSet || time.Duration(now-s.minute) >= time.Minute {
-				s.minute, s.minuteSet, s.reported = now, true, 0
-			}
-			if s.reported >= t.cfg.ReportsPerMinute {
-				v = verdict{}
-				s.heldBack++
-			} else {
-				s.reported++
-				v.heldBack, s.heldBack = s.heldBack, 0
 			}
 		}
 	}

@@ -76,34 +76,6 @@ func TestSlowForItsScene(t *testing.T) {
 	}
 }
 
-// TestSceneReportsBounded: a flood of slow dispatches of one scene is
-// reported at most ReportsPerMinute times a minute; those held back are
-// counted and the next report says how many; another scene is not held back
-// by the first.
-func TestSceneReportsBounded(t *testing.T) {
-	// A scene that has not yet had enough dispatches for its percentile:
-	// the floor applies to every one.
-	st := newSceneTable(100*time.Millisecond, SceneConfig{ReportsPerMinute: 3, MinSamples: 1 << 20})
-	now := int64(1e6 * time.Second) // a reading of the monotonic clock
-	n := 0
-	for i := range 1000 {
-		at := now + int64(time.Duration(i)*time.Millisecond) // within a minute
-		if st.observe("GET /a", 200*time.Millisecond, false, at, 1).report {
-			n++
-		}
-	}
-	if n != 3 {
-		t.Fatalf("%d reports in a minute, want 3", n)
-	}
-	if !st.observe("GET /b", 200*time.Millisecond, false, now, 1).report {
-		t.Fatal("another scene was held back")
-	}
-	v := st.observe("GET /a", 200*time.Millisecond, false, now+int64(2*time.Minute), 1)
-	if !v.report || v.heldBack != 997 {
-		t.Fatalf("a minute later: %+v, want a report with 997 held back", v)
-	}
-}
-
 // TestScenesBounded: scenes past MaxScenes share one estimate, so memory
 // stays bounded however many scenes a program has.
 func TestScenesBounded(t *testing.T) {

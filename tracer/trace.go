@@ -47,7 +47,8 @@ type TraceConfig struct {
 	// ConfigFromEnv sets it to 0, for a fixed threshold alone, when
 	// MATRIX_EVIL_THRESHOLD_MS is set.
 	EvilFloor time.Duration
-	// EvilScenes configures the estimate of each scene's costs.
+	// EvilScenes configures the estimate of each scene's costs, and the
+	// bound of reports per scene and minute (ReportsPerMinute).
 	EvilScenes SceneConfig
 	// Repeats is what makes an N+1 pattern in a slow call's tree: one
 	// call of a function calls another at least MinCalls times, or
@@ -153,8 +154,8 @@ const (
 	EnvQueueSize = "MATRIX_QUEUE_SIZE"
 	// EnvEvilFloorMs is the floor of "slow for its scene" in ms.
 	EnvEvilFloorMs = "MATRIX_EVIL_FLOOR_MS"
-	// EnvEvilSceneReportsPerMin bounds the reports per scene taken for
-	// being slow for it.
+	// EnvEvilSceneReportsPerMin bounds the reports per scene and minute,
+	// of slow calls, LAG and ANR each.
 	EnvEvilSceneReportsPerMin = "MATRIX_EVIL_SCENE_REPORTS_PER_MIN"
 	// EnvEvilMethod turns the slow-call tracer on or off.
 	EnvEvilMethod = "MATRIX_EVIL_METHOD"
@@ -191,8 +192,8 @@ const (
 //	MATRIX_EVIL_THRESHOLD_MS  slow-call threshold in ms (1..86400000); set,
 //	                          it is the only rule (EvilFloor 0)
 //	MATRIX_EVIL_FLOOR_MS      floor of "slow for its scene" in ms (1..86400000)
-//	MATRIX_EVIL_SCENE_REPORTS_PER_MIN  reports per scene a minute for being
-//	                          slow for it (1..1000000)
+//	MATRIX_EVIL_SCENE_REPORTS_PER_MIN  reports per scene and minute, of
+//	                          slow calls, LAG and ANR each (1..1000000)
 //	MATRIX_REPEAT_MIN_CALLS   calls of a function (or of one statement or
 //	                          client call) by one call of another that make
 //	                          an N+1 pattern (0..1000000; 0: none)
@@ -233,8 +234,8 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	}
 	if cfg.EvilFloor > 0 {
 		p.msVar(EnvEvilFloorMs, &cfg.EvilFloor)
-		p.intVar(EnvEvilSceneReportsPerMin, 1, 1000000, &cfg.EvilScenes.ReportsPerMinute)
 	}
+	p.intVar(EnvEvilSceneReportsPerMin, 1, 1000000, &cfg.EvilScenes.ReportsPerMinute)
 	if p.intVar(EnvRepeatMinCalls, 0, 1000000, &cfg.Repeats.MinCalls) && cfg.Repeats.MinCalls == 0 {
 		cfg.Repeats.MinCalls = -1 // none
 	}
@@ -321,6 +322,7 @@ func NewTracePlugin(cfg TraceConfig) *TracePlugin {
 	if cfg.EvilMethod {
 		t := NewEvilMethodTracer(cfg.EvilThreshold, cfg.AnalysisBacklog)
 		t.SetSlowForScene(cfg.EvilFloor, cfg.EvilScenes)
+		t.SetSceneReportsPerMinute(cfg.EvilScenes.ReportsPerMinute)
 		rule := cfg.Repeats
 		if rule.MinCalls == 0 {
 			rule.MinCalls = DefaultRepeatMinCalls
@@ -340,6 +342,9 @@ func NewTracePlugin(cfg TraceConfig) *TracePlugin {
 	if cfg.ANR {
 		if cfg.Watchdog.Dynamic == nil {
 			cfg.Watchdog.Dynamic = cfg.Dynamic
+		}
+		if cfg.Watchdog.SceneReportsPerMinute == 0 {
+			cfg.Watchdog.SceneReportsPerMinute = cfg.EvilScenes.ReportsPerMinute
 		}
 		p.tracers = append(p.tracers, NewANRTracer(cfg.Watchdog))
 	}

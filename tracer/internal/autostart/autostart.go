@@ -22,8 +22,10 @@
 //     warning naming the variable: that setting keeps its default, and
 //     everything else runs;
 //   - a sink that cannot be opened (a report path in a missing directory,
-//     a named pipe, a file of another user, a bad OTLP variable, the otlp
-//     sink in a program built without it) is left out, with a message
+//     a named pipe, a file of another user or with two names, a path
+//     through a link another user could have planted, a bad OTLP
+//     variable, the otlp sink in a program built without it) is left
+//     out, with a message
 //     saying why; the other sinks get the reports, and when no sink is
 //     left the program runs untraced;
 //   - reports that a file cannot take (a full disk) are lost and counted,

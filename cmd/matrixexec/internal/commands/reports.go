@@ -51,6 +51,9 @@ type report struct {
 	Dropped  uint64               `json:"dropped"`
 	// Repeat is the N+1 pattern of a slow call, when it has one.
 	Repeat *tracer.RepeatFields `json:"repeat"`
+	// HeldBack counts the dispatches of the scene the tracer held back
+	// (not reported) before this report.
+	HeldBack uint64 `json:"heldBack"`
 }
 
 // repeatKey is what top and html group r by with -by repeat: its N+1

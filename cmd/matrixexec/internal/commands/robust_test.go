@@ -236,3 +236,57 @@ func TestOneIncidentPerDispatch(t *testing.T) {
 		t.Errorf("pprof: exit %d: %s", code, errs)
 	}
 }
+
+// TestTopCountsHeldBack: the dispatches a tracer held back, which the
+// next report of their scene counts (heldBack), are counted by top, in
+// all and in the group of each report, a LAG's in its dispatch's group.
+func TestTopCountsHeldBack(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "r.jsonl")
+	line := func(dispatch int, detail string, cost, heldBack int, key string) string {
+		return `{"tag":"Trace_EvilMethod","process":"shop","pid":1,"dispatchId":` + strconv.Itoa(dispatch) + `,"detail":"` + detail +
+			`","scene":"GET /slow","cost":` + strconv.Itoa(cost) + `,"heldBack":` + strconv.Itoa(heldBack) + `,"time":"2026-11-20T09:30:00Z","stackKey":"` + key +
+			`|","frames":[{"depth":0,"id":` + key + `,"count":1,"cost":` + strconv.Itoa(cost) + `,"func":"example.com/shop.f` + key + `"}]}`
+	}
+	write(t, file, strings.Join([]string{
+		line(1, "NORMAL", 750, 0, "10"),
+		line(2, "NORMAL", 760, 0, "10"),
+		line(3, "LAG", 2000, 40, "11"),
+		line(3, "NORMAL", 2500, 0, "11"),
+		line(4, "NORMAL", 1700, 380, "10"),
+	}, "\n")+"\n")
+	code, out, errs := mx(t, "", "top", "-json", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Incidents int
+		HeldBack  uint64
+		Groups    []struct {
+			Key      string
+			Count    int
+			HeldBack uint64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]uint64{}
+	for _, g := range res.Groups {
+		held[g.Key] = g.HeldBack
+	}
+	if res.Incidents != 4 || res.HeldBack != 420 || held["10|"] != 380 || held["11|"] != 40 {
+		t.Errorf("%d incidents, %d held back, by group %v; want 4, 420, 10|: 380, 11|: 40:\n%s", res.Incidents, res.HeldBack, held, out)
+	}
+	code, out, errs = mx(t, "", "top", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"4 incidents in 2 groups by stackKey (5 reports read; 420 more held back by the tracer's bound per scene and minute)\n",
+		"   held back 380 more (not reported: the tracer's bound per scene and minute)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("top prints\n%s\nwithout %q", out, want)
+		}
+	}
+}

@@ -36,6 +36,10 @@ type topResult struct {
 	// reports of one dispatch counted once (see merger).
 	Reports   int `json:"reports"`
 	Incidents int `json:"incidents"`
+	// HeldBack is the number of dispatches the tracer held back (its
+	// bound of reports per scene and minute), as the reports read count
+	// them: incidents that have no report of their own.
+	HeldBack uint64 `json:"heldBack,omitempty"`
 	// Groups are sorted by total cost, largest first.
 	Groups []topGroup `json:"groups"`
 }
@@ -52,6 +56,10 @@ type topGroup struct {
 	// representative's key when grouping by scene).
 	Function string `json:"function,omitempty"`
 	Count    int    `json:"count"`
+	// HeldBack counts the dispatches held back before the group's
+	// reports (of their scenes, by the tracer's bound per scene and
+	// minute).
+	HeldBack uint64 `json:"heldBack,omitempty"`
 	TotalMs  int64  `json:"totalMs"`
 	P50Ms    int64  `json:"p50Ms"`
 	P95Ms    int64  `json:"p95Ms"`
@@ -108,6 +116,7 @@ type aggregator struct {
 	by        string
 	reports   int
 	incidents int
+	heldBack  uint64
 	groups    map[string]*groupAcc
 	keyFuncs  map[string]string // stack key -> the function it names, from frames
 	merge     *merger
@@ -115,11 +124,15 @@ type aggregator struct {
 	// and its position.
 	dispatchGroup map[string]*groupAcc
 	dispatchPos   map[string]string
+	// pendingHeld are the held-back counts of LAG and ANR reports merged
+	// into their dispatch's incident, by dispatch (report.dispatchKey).
+	pendingHeld map[string]uint64
 }
 
 type groupAcc struct {
 	key         string
 	count       int
+	heldBack    uint64
 	total       int64
 	max         int64
 	costs       map[int64]int // ms -> incidents
@@ -133,17 +146,41 @@ type groupAcc struct {
 
 func newAggregator(by string) *aggregator {
 	return &aggregator{by: by, groups: map[string]*groupAcc{}, keyFuncs: map[string]string{},
-		merge: newMerger(), dispatchGroup: map[string]*groupAcc{}, dispatchPos: map[string]string{}}
+		merge: newMerger(), dispatchGroup: map[string]*groupAcc{}, dispatchPos: map[string]string{}, pendingHeld: map[string]uint64{}}
 }
 
 // add takes one report; r is kept if it becomes a representative (or is
 // held by the merger), so the caller must not reuse it.
 func (a *aggregator) add(pos string, r *report) {
 	a.reports++
-	if !r.incident() || !a.merge.take(pos, r) {
+	if !r.incident() {
+		return
+	}
+	a.heldBack = satAddU(a.heldBack, r.HeldBack)
+	if !a.merge.take(pos, r) {
+		a.heldBackOf(r)
 		return
 	}
 	a.addIncident(pos, r)
+}
+
+// heldBackOf adds the held-back count of r, a LAG or ANR report merged
+// into its dispatch's incident, to the group of that incident once it is
+// known; see finish.
+func (a *aggregator) heldBackOf(r *report) {
+	if r.HeldBack == 0 {
+		return
+	}
+	if dk, ok := r.dispatchKey(); ok {
+		a.pendingHeld[dk] = satAddU(a.pendingHeld[dk], r.HeldBack)
+	}
+}
+
+func satAddU(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 // finish adds the incidents the merger still holds (dispatches without a
@@ -152,6 +189,11 @@ func (a *aggregator) add(pos string, r *report) {
 func (a *aggregator) finish() {
 	for _, h := range a.merge.rest() {
 		a.addIncident(h.pos, h.r)
+	}
+	for key, n := range a.pendingHeld {
+		if g := a.dispatchGroup[key]; g != nil {
+			g.heldBack = satAddU(g.heldBack, n)
+		}
 	}
 	for key, events := range a.merge.history {
 		g := a.dispatchGroup[key]
@@ -186,6 +228,7 @@ func (a *aggregator) addIncident(pos string, r *report) {
 	}
 	cost := max(r.Cost, 0)
 	g.count++
+	g.heldBack = satAddU(g.heldBack, r.HeldBack)
 	g.total = satAdd(g.total, cost)
 	g.costs[cost]++
 	g.details[r.Detail]++
@@ -226,7 +269,7 @@ func satAdd(a, b int64) int64 {
 // result sorts the groups and resolves the names of what it shows: the
 // functions of stack keys and the representatives' trees.
 func (a *aggregator) result(n *names) (*topResult, error) {
-	res := &topResult{By: a.by, Reports: a.reports, Incidents: a.incidents}
+	res := &topResult{By: a.by, Reports: a.reports, Incidents: a.incidents, HeldBack: a.heldBack}
 	keyFunc := func(key string) (string, error) {
 		if key == "" {
 			return "", nil
@@ -248,13 +291,14 @@ func (a *aggregator) result(n *names) (*topResult, error) {
 	}
 	for _, g := range a.groups {
 		tg := topGroup{
-			Key:     g.key,
-			Count:   g.count,
-			TotalMs: g.total,
-			P50Ms:   percentile(g.costs, g.count, 50),
-			P95Ms:   percentile(g.costs, g.count, 95),
-			MaxMs:   g.max,
-			Details: topCounted(g.details, 0),
+			Key:      g.key,
+			Count:    g.count,
+			HeldBack: g.heldBack,
+			TotalMs:  g.total,
+			P50Ms:    percentile(g.costs, g.count, 50),
+			P95Ms:    percentile(g.costs, g.count, 95),
+			MaxMs:    g.max,
+			Details:  topCounted(g.details, 0),
 		}
 		for _, detail := range []string{tracer.DetailLag, tracer.DetailANR} {
 			if n := g.watch[detail]; n > 0 {
@@ -411,8 +455,12 @@ func top(defaultMap string, args []string, stdin io.Reader, stdout, stderr io.Wr
 // printTop writes the groups for people; verbose adds the goroutine
 // stacks of the LAG and ANR reports of each representative.
 func printTop(w io.Writer, res *topResult, verbose bool) {
-	fmt.Fprintf(w, "%s in %s by %s (%s read)\n", plural(res.Incidents, "incident", "incidents"),
-		plural(len(res.Groups), "group", "groups"), res.By, plural(res.Reports, "report", "reports"))
+	held := ""
+	if res.HeldBack > 0 {
+		held = fmt.Sprintf("; %d more held back by the tracer's bound per scene and minute", res.HeldBack)
+	}
+	fmt.Fprintf(w, "%s in %s by %s (%s read%s)\n", plural(res.Incidents, "incident", "incidents"),
+		plural(len(res.Groups), "group", "groups"), res.By, plural(res.Reports, "report", "reports"), held)
 	for i, g := range res.Groups {
 		fmt.Fprintln(w)
 		key := g.Key
@@ -431,6 +479,9 @@ func printTop(w io.Writer, res *topResult, verbose bool) {
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "   count %d  total %dms  p50 %dms  p95 %dms  max %dms\n", g.Count, g.TotalMs, g.P50Ms, g.P95Ms, g.MaxMs)
+		if g.HeldBack > 0 {
+			fmt.Fprintf(w, "   held back %d more (not reported: the tracer's bound per scene and minute)\n", g.HeldBack)
+		}
 		fmt.Fprintf(w, "   details %s\n", countedList(g.Details, false))
 		if len(g.Watchdog) > 0 {
 			fmt.Fprintf(w, "   before  %s (reports of the same dispatches while they ran)\n", countedList(g.Watchdog, false))
