@@ -952,6 +952,21 @@ func (d *Dispatch) Allocated() (bytes, objects uint64) {
 	return bytes, objects
 }
 
+// Stopped returns how long the world was stopped (by the garbage
+// collector, or a program's runtime.GC, ReadMemStats, …) while the
+// dispatch ran, to its end or until now: every goroutine of the program
+// that was running or ready to run stood still then. ok is false when the
+// runtime no longer keeps every stop since the dispatch began (it keeps
+// the latest 64).
+func (d *Dispatch) Stopped() (stopped time.Duration, ok bool) {
+	end := d.endNs
+	if end == 0 {
+		end = rtNanotime()
+	}
+	ns, ok := rtStopped(d.startNs, end)
+	return time.Duration(ns), ok
+}
+
 // Recorded reports whether the dispatch has a buffer.
 func (d *Dispatch) Recorded() bool { return d.data != nil }
 

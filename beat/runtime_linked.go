@@ -120,3 +120,6 @@ func rtProfRelease(root unsafe.Pointer)
 
 //go:linkname rtProfSlotOf runtime.matrixProfSlotOf
 func rtProfSlotOf(root unsafe.Pointer) (slot int, gen, taken uint32)
+
+//go:linkname rtStopped runtime.matrixStopped
+func rtStopped(from, to int64) (ns int64, whole bool)

@@ -58,3 +58,4 @@ func rtSetRequestHooks(func(int, string, string, string, bool) unsafe.Pointer, f
 func rtProfSetup(unsafe.Pointer, uint64)                        {}
 func rtProfRelease(unsafe.Pointer)                              {}
 func rtProfSlotOf(unsafe.Pointer) (slot int, gen, taken uint32) { return -1, 0, 0 }
+func rtStopped(int64, int64) (ns int64, whole bool)             { return 0, false }

@@ -141,6 +141,15 @@ var runtimeHooks = []stdHook{
 	{file: "malloc_generated.go", name: "mallocgc…SC<n>", ifCompiled: true, match: isSizeClassMalloc, check: params("size", "typ", "needzero"), stmt: func(p []string) string {
 		return "if gp := getg(); gp.matrixBeat != nil { matrixAlloc(gp, " + p[0] + ") }; "
 	}},
+	// The stops of the world, so that a report can tell how long its
+	// dispatch stood still (matrixSTW). Both run with the world stopping
+	// or stopped, without write barriers.
+	{file: "proc.go", name: "stopTheWorldWithSema", check: params("reason"), stmt: func([]string) string {
+		return "if matrixOn.v != 0 { matrixSTWStart() }; "
+	}},
+	{file: "proc.go", name: "startTheWorldWithSema", check: params("now", "w"), stmt: func([]string) string {
+		return "matrixSTWEnd(); "
+	}},
 	// A goroutine that exits clears its slot, and the dispatches it leaves
 	// open are marked abandoned (matrixGoexit).
 	{file: "proc.go", name: "gdestroy", check: params("gp"), stmt: func(p []string) string {

@@ -339,7 +339,9 @@ type evilJob struct {
 	cpuNs    int64               // process CPU time
 	cpuWall  time.Duration       // over this wall time
 	hasCPU   bool
-	alloc    [2]uint64 // bytes and objects the dispatch allocated
+	alloc    [2]uint64     // bytes and objects the dispatch allocated
+	stopped  time.Duration // the world stood still during it
+	stopOK   bool          // every stop since it began is known
 }
 
 var jobPool = sync.Pool{New: func() any { return new(evilJob) }}
@@ -366,6 +368,7 @@ func (t *EvilMethodTracer) job(d *beat.Dispatch, cost time.Duration, v verdict) 
 	j.recs = d.Records(j.recs[:0])
 	j.recorded = d.Recorded()
 	j.alloc[0], j.alloc[1] = d.Allocated()
+	j.stopped, j.stopOK = d.Stopped()
 	j.name, j.scene, j.kind, j.goid, j.id = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID()
 	j.traceCtx, j.state, j.traceID = d.TraceParent(), d.TraceState(), d.TraceID()
 	j.req = requestOf(d)
@@ -450,6 +453,13 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		AllocCount:  j.alloc[1],
 	}
 	tree.fill(r, treeNote(dispatchRecording(j.recorded), len(j.recs) > 0))
+	if len(tree.frames) > 0 {
+		r.Parts = partsOf(tree.frames, r.Cost, tree.own)
+		if j.stopOK {
+			ms := float64(j.stopped.Microseconds()) / 1000
+			r.Parts.Stopped = &ms
+		}
+	}
 	if j.hasCPU {
 		cpu := j.cpuNs / int64(time.Millisecond)
 		r.CPU = &cpu

@@ -83,6 +83,10 @@ type EvilReport struct {
 	// allocated.
 	AllocFunc      string `json:"allocFunc,omitempty"`
 	AllocFuncBytes uint64 `json:"allocFuncBytes,omitempty"`
+	// Parts say where a slow call's time went: code without hooks and
+	// hooked code by samples, waits, the collector, the scheduler, and
+	// what is left unexplained.
+	Parts *PartsFields `json:"parts,omitempty"`
 	// Repeat is the costliest N+1 pattern of a slow call, when it has one
 	// (see TraceConfig.Repeats).
 	Repeat *RepeatFields `json:"repeat,omitempty"`

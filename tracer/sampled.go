@@ -3,6 +3,7 @@ package tracer
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/matrixgo/matrix/tracer/analysis"
 )
@@ -216,4 +217,61 @@ func sampledKey(frames []Frame, cost int64) string {
 		return ""
 	}
 	return WaitKey(frames[best].Func, ReasonCPU)
+}
+
+// PartsFields say where a slow call's time went, in ms, on the
+// dispatch's own goroutine (the goroutines it started ran beside it):
+// they add up to its cost.
+type PartsFields struct {
+	// Sampled is code without hooks that the samples found (the
+	// outermost sampled frames' cost), Own hooked functions' own code
+	// they found.
+	Sampled int64 `json:"sampled"`
+	Own     int64 `json:"own"`
+	// Waits is time blocked (channels, locks, sleeps, I/O, system calls),
+	// GC the waits that assisted the garbage collector, Runnable time
+	// ready to run but waiting for a CPU.
+	Waits    int64 `json:"waits"`
+	GC       int64 `json:"gc"`
+	Runnable int64 `json:"runnable"`
+	// Unexplained is the rest: hooked calls' own time while the dispatch
+	// was not sampled (before its sampling floor), or code between calls.
+	Unexplained int64 `json:"unexplained"`
+	// Stopped is how long the world stood still during the dispatch (the
+	// collector's stops, runtime.GC, …), in ms to the µs: time inside
+	// the waits and runnable time above, not beside them. Absent when the
+	// runtime no longer kept every stop since the dispatch began.
+	Stopped *float64 `json:"stopped,omitempty"`
+}
+
+// partsOf adds up frames into the parts of cost; own is the samples'
+// share of hooked calls' own code.
+func partsOf(frames []Frame, cost, own int64) *PartsFields {
+	p := &PartsFields{Own: own}
+	skip := -1 // depth of a goroutine whose subtree is left out
+	sampledAt := -1
+	for _, f := range frames {
+		if skip >= 0 && f.Depth > skip {
+			continue
+		}
+		skip = -1
+		if sampledAt >= 0 && f.Depth <= sampledAt {
+			sampledAt = -1
+		}
+		switch {
+		case f.Kind == FrameGoroutine:
+			skip = f.Depth
+		case f.Kind == FrameSampled && sampledAt < 0:
+			p.Sampled += f.Cost
+			sampledAt = f.Depth
+		case f.Kind == FrameWait && f.Reason == "runnable":
+			p.Runnable += f.Cost
+		case f.Kind == FrameWait && strings.HasPrefix(f.Reason, "GC assist"):
+			p.GC += f.Cost
+		case f.Kind == FrameWait:
+			p.Waits += f.Cost
+		}
+	}
+	p.Unexplained = max(cost-p.Sampled-p.Own-p.Waits-p.GC-p.Runnable, 0)
+	return p
 }

@@ -136,6 +136,7 @@ type callTree struct {
 	res    analysis.Result
 	frames []Frame
 	key    string // the stack key to report (see framesOf)
+	own    int64  // ms the samples found in hooked calls' own code (see framesOf)
 }
 
 // buildTree analyses raw records with analysis.AnalyzeRepeats (rule finds
@@ -147,8 +148,8 @@ func buildTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, endMs ui
 		recs = append(recs, analysis.Record(v))
 	}
 	res := analysis.AnalyzeWith(recs, mode, endMs, triggerCost, rule, funcOfPC)
-	frames, key := framesOf(res)
-	return callTree{res: res, frames: frames, key: key}
+	frames, key, own := framesOf(res)
+	return callTree{res: res, frames: frames, key: key, own: own}
 }
 
 // buildWholeTree is buildTree without the trim: every call of the tree.
@@ -158,8 +159,8 @@ func buildWholeTree(raw []uint64, buf []analysis.Record, mode analysis.Mode, end
 		recs = append(recs, analysis.Record(v))
 	}
 	res := analysis.AnalyzeWhole(recs, mode, endMs, triggerCost)
-	frames, key := framesOf(res)
-	return callTree{res: res, frames: frames, key: key}
+	frames, key, own := framesOf(res)
+	return callTree{res: res, frames: frames, key: key, own: own}
 }
 
 // funcOfPC is the analysis.FuncOf of this binary: the id of the
@@ -281,30 +282,44 @@ func treeNote(rec recording, has bool) string {
 // hook) become FrameInline frames, outermost first, each as costly as the
 // wait. A wait whose key wins names its function and reason,
 // "<func>[<reason>]|": never an address, so keys are stable across builds.
-func framesOf(res analysis.Result) ([]Frame, string) {
+func framesOf(res analysis.Result) ([]Frame, string, int64) {
 	frames := make([]Frame, 0, len(res.Items))
 	key := res.Key
 	type anc struct {
 		depth, add int
 		name       string
 		sampled    []Frame // its sampled frames, which end its subtree
+		goroutine  bool    // it is a goroutine the dispatch started, or inside one
 	}
-	var st []anc // the open ancestors: their depth in res.Items, the depth shift of their subtree, their name
+	var own int64 // the samples' share of hooked calls' own code, outside goroutines
+	var st []anc  // the open ancestors: their depth in res.Items, the depth shift of their subtree, their name
 	pop := func() {
 		a := st[len(st)-1]
 		st = st[:len(st)-1]
 		frames = append(frames, a.sampled...)
 	}
-	var own []uint64 // by frame: what the allocation samples of its call stand for
+	var alloc []uint64 // by frame: what the allocation samples of its call stand for
+	inGo := func(f Frame) bool {
+		return f.Kind == FrameGoroutine || len(st) > 0 && st[len(st)-1].goroutine
+	}
 	sampledOf := func(i int, f Frame) []Frame {
 		if i >= len(res.Samples) || res.Samples[i] == nil {
 			return nil
 		}
 		if b := allocTotal(res.Samples[i]); b != 0 {
-			own = append(own, make([]uint64, len(frames)-len(own))...)
-			own[len(frames)-1] = b
+			alloc = append(alloc, make([]uint64, len(frames)-len(alloc))...)
+			alloc[len(frames)-1] = b
 		}
 		sf := sampledFrames(res.Samples[i], f.Depth+1, f.Start)
+		if !inGo(f) {
+			rest := res.Samples[i].Sampled
+			for _, c := range sf {
+				if c.Depth == f.Depth+1 {
+					rest -= c.Cost
+				}
+			}
+			own += max(rest, 0)
+		}
 		if i == res.KeyIndex && len(sf) > 0 {
 			if k := sampledKey(sf, res.Cost); k != "" {
 				key = k
@@ -334,7 +349,7 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 				f.Func, f.File, f.Line = fn.String(), fn.File, fn.Line
 			}
 			frames = append(frames, f)
-			st = append(st, anc{it.Depth, add, f.Func, sampledOf(i, f)})
+			st = append(st, anc{it.Depth, add, f.Func, sampledOf(i, f), inGo(f)})
 			continue
 		}
 		if x.Kind == analysis.ExtGo {
@@ -344,7 +359,7 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 				key = WaitKey(g.Func, FrameGoroutine)
 			}
 			frames = append(frames, g)
-			st = append(st, anc{it.Depth, add, g.Func, sampledOf(i, g)})
+			st = append(st, anc{it.Depth, add, g.Func, sampledOf(i, g), true})
 			continue
 		}
 		if x.Kind == analysis.ExtBound {
@@ -355,7 +370,7 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			}
 			frames = append(frames, b)
 			// The waits inside it are named from the function it is in.
-			st = append(st, anc{it.Depth, add, parent, sampledOf(i, b)})
+			st = append(st, anc{it.Depth, add, parent, sampledOf(i, b), inGo(b)})
 			continue
 		}
 		chain, at := userFrames(x.PCs, parent)
@@ -378,7 +393,7 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 			w.Func = parent // no program counters (a system call, …), or none in user code
 		}
 		frames = append(frames, w)
-		st = append(st, anc{it.Depth, add, w.Func, nil})
+		st = append(st, anc{it.Depth, add, w.Func, nil, inGo(w)})
 		if i == res.KeyIndex {
 			name := w.Func
 			if name == "" {
@@ -390,10 +405,10 @@ func framesOf(res analysis.Result) ([]Frame, string) {
 	for len(st) > 0 {
 		pop()
 	}
-	if own != nil {
-		withAllocs(frames, own)
+	if alloc != nil {
+		withAllocs(frames, alloc)
 	}
-	return frames, key
+	return frames, key, own
 }
 
 // goroutineFrame names the goroutine of an ExtGo interval by the function

@@ -1955,3 +1955,63 @@ func matrixAllocSample(r *matrixRing, weight uint64) {
 	}
 	matrixSampleInto(i, r, matrixSampleAlloc, weight, pcs[k:n])
 }
+
+// matrixSTW keeps the latest stops of the world while beat records: when
+// each began (its stopping) and ended (the world started again), on the
+// monotonic clock, so that a slow call's report can tell how long the
+// world stood still during its dispatch. Only the thread that stops the
+// world writes it; a reader checks seq around its copy.
+var matrixSTW struct {
+	seq   atomic.Uint64 // odd while a stop is being written
+	n     uint64        // stops begun
+	start int64         // of the stop in progress
+	spans [64][2]int64
+}
+
+// matrixSTWStart notes that the world is being stopped.
+//
+//go:nosplit
+func matrixSTWStart() { matrixSTW.start = nanotime() }
+
+// matrixSTWEnd notes that the world starts again after the stop
+// matrixSTWStart noted.
+//
+//go:nosplit
+func matrixSTWEnd() {
+	if matrixSTW.start == 0 {
+		return
+	}
+	matrixSTW.seq.Add(1)
+	matrixSTW.spans[matrixSTW.n%uint64(len(matrixSTW.spans))] = [2]int64{matrixSTW.start, nanotime()}
+	matrixSTW.n++
+	matrixSTW.start = 0
+	matrixSTW.seq.Add(1)
+}
+
+// matrixStopped returns how long the world was stopped between from and
+// to (monotonic clock), as far as the stops kept go back, and whether
+// they reach back to from.
+//
+//go:linkname matrixStopped
+func matrixStopped(from, to int64) (ns int64, whole bool) {
+	for range 4 {
+		s := matrixSTW.seq.Load()
+		if s&1 != 0 {
+			continue
+		}
+		n := matrixSTW.n
+		ns, whole = 0, n < uint64(len(matrixSTW.spans))
+		for i := uint64(0); i < min(n, uint64(len(matrixSTW.spans))); i++ {
+			sp := matrixSTW.spans[(n-1-i)%uint64(len(matrixSTW.spans))]
+			if sp[1] <= from {
+				whole = true
+				break
+			}
+			ns += max(min(sp[1], to)-max(sp[0], from), 0)
+		}
+		if matrixSTW.seq.Load() == s {
+			return ns, whole
+		}
+	}
+	return 0, false
+}

@@ -31,37 +31,42 @@ const maxMs = abi.TimeMask
 // absent from the line stay zero; Frame.Start is nil in reports written
 // before frames carried their start.
 type Report struct {
-	Tag         string  `json:"tag"`
-	ID          string  `json:"id"`
-	Time        string  `json:"time"`
-	Process     string  `json:"process"`
-	PID         int64   `json:"pid"`
-	HostName    string  `json:"hostName"`
-	GoVersion   string  `json:"goVersion"`
-	Detail      string  `json:"detail"`
-	Cost        int64   `json:"cost"`
-	Stack       string  `json:"stack"`
-	StackKey    string  `json:"stackKey"`
-	Scene       string  `json:"scene"`
-	Name        string  `json:"name"`
-	Kind        string  `json:"kind"`
-	Goroutine   uint64  `json:"goroutine"`
-	DispatchID  uint64  `json:"dispatchId"`
-	Begin       string  `json:"begin"`
-	Method      string  `json:"method"`
-	Host        string  `json:"host"`
-	Scheme      string  `json:"scheme"`
-	Status      int     `json:"status"`
-	Recorded    *bool   `json:"recorded"`
-	Note        string  `json:"note"`
-	Why         string  `json:"why"`
-	HeldBack    uint64  `json:"heldBack"`
-	CPU         *int64  `json:"cpu"`
-	Usage       string  `json:"usage"`
-	TraceParent string  `json:"traceparent"`
-	TraceState  string  `json:"tracestate"`
-	TraceID     string  `json:"trace_id"`
-	Frames      []Frame `json:"frames"`
+	Tag        string `json:"tag"`
+	ID         string `json:"id"`
+	Time       string `json:"time"`
+	Process    string `json:"process"`
+	PID        int64  `json:"pid"`
+	HostName   string `json:"hostName"`
+	GoVersion  string `json:"goVersion"`
+	Detail     string `json:"detail"`
+	Cost       int64  `json:"cost"`
+	Stack      string `json:"stack"`
+	StackKey   string `json:"stackKey"`
+	Scene      string `json:"scene"`
+	Name       string `json:"name"`
+	Kind       string `json:"kind"`
+	Goroutine  uint64 `json:"goroutine"`
+	DispatchID uint64 `json:"dispatchId"`
+	Begin      string `json:"begin"`
+	Method     string `json:"method"`
+	Host       string `json:"host"`
+	Scheme     string `json:"scheme"`
+	Status     int    `json:"status"`
+	Recorded   *bool  `json:"recorded"`
+	Note       string `json:"note"`
+	Why        string `json:"why"`
+	HeldBack   uint64 `json:"heldBack"`
+	// What the dispatch allocated (tracer.EvilReport.AllocBytes, …).
+	AllocBytes     uint64  `json:"allocBytes"`
+	AllocObjects   uint64  `json:"allocObjects"`
+	AllocFunc      string  `json:"allocFunc"`
+	AllocFuncBytes uint64  `json:"allocFuncBytes"`
+	CPU            *int64  `json:"cpu"`
+	Usage          string  `json:"usage"`
+	TraceParent    string  `json:"traceparent"`
+	TraceState     string  `json:"tracestate"`
+	TraceID        string  `json:"trace_id"`
+	Frames         []Frame `json:"frames"`
 
 	// What the watchdog saw of a LAG or ANR.
 	ThreadStack string `json:"threadStack"`
@@ -99,8 +104,10 @@ type Frame struct {
 	// Handoff marks a worker handed work (tracer.Frame.Handoff).
 	Handoff bool `json:"handoff"`
 	// Samples is how many stack samples a sampled frame (Kind
-	// "sampled") stands for (tracer.Frame.Samples).
-	Samples int `json:"samples"`
+	// "sampled") stands for (tracer.Frame.Samples), AllocBytes what the
+	// allocation samples under it do (tracer.Frame.AllocBytes).
+	Samples    int    `json:"samples"`
+	AllocBytes uint64 `json:"allocBytes"`
 }
 
 // Exported reports whether export sends the report: a slow call, LAG, ANR
@@ -362,7 +369,9 @@ func Spans(r *Report) ([]Span, error) {
 	if r.CPU != nil {
 		root.Attributes = append(root.Attributes, KeyValue{"matrix.cpu_ms", Int(*r.CPU)})
 	}
-	root.Attributes = appendAttrs(root.Attributes, str("matrix.cpu.usage", r.Usage))
+	root.Attributes = appendAttrs(root.Attributes, str("matrix.cpu.usage", r.Usage),
+		integer("matrix.alloc.bytes", int64(min(r.AllocBytes, math.MaxInt64))), integer("matrix.alloc.objects", int64(min(r.AllocObjects, math.MaxInt64))),
+		str("matrix.alloc.function", r.AllocFunc), integer("matrix.alloc.function.bytes", int64(min(r.AllocFuncBytes, math.MaxInt64))))
 	if lagOrANR {
 		root.Attributes = appendAttrs(root.Attributes,
 			integer("matrix.goroutines", int64(r.Goroutines)), integer("matrix.running", int64(r.Running)),
@@ -461,7 +470,7 @@ func Spans(r *Report) ([]Span, error) {
 		// A sampled frame is a span too: its time is its share of its
 		// parent's own time, by samples, placed after its parent's
 		// other children.
-		s.Attributes = appendAttrs(s.Attributes, integer("matrix.samples", int64(f.Samples)))
+		s.Attributes = appendAttrs(s.Attributes, integer("matrix.samples", int64(f.Samples)), integer("matrix.alloc.bytes", int64(min(f.AllocBytes, math.MaxInt64))))
 		if f.Bound != nil {
 			client(&s, f)
 			// The span a call passed on to the service it called has the

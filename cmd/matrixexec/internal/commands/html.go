@@ -24,8 +24,9 @@ var reportPage string
 // those runs.
 var reportTemplate = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
-		"inc": func(i int) int { return i + 1 },
-		"ms":  func(v int64) string { return strconv.FormatInt(v, 10) + " ms" },
+		"inc":   func(i int) int { return i + 1 },
+		"ms":    func(v int64) string { return strconv.FormatInt(v, 10) + " ms" },
+		"bytes": func(v uint64) string { return byteSize(float64(v)) },
 		"when": func(s string) string {
 			t, err := time.Parse(time.RFC3339Nano, s)
 			if err != nil {

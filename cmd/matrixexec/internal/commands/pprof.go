@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -67,6 +68,9 @@ func pprofCmd(defaultMap string, args []string, stdin io.Reader, stdout, stderr 
 //	                   that flat counts say which functions incidents are
 //	                   blamed on, and cumulative counts how many incidents
 //	                   passed through a function
+//	alloc_space/bytes  what the allocation samples taken in the node (not
+//	                   its children) stand for: an estimate of the bytes
+//	                   its own code allocated (Frame.AllocBytes)
 //
 // with labels scene, detail and stackKey. Samples with the same path and
 // labels are merged, so the profile grows with the distinct call paths,
@@ -165,7 +169,7 @@ func (b *profileBuilder) addIncident(pos string, r *report, n *names) error {
 		if i == blamed {
 			count = 1
 		}
-		if nodes[i].Self == 0 && count == 0 {
+		if nodes[i].Self == 0 && count == 0 && nodes[i].AllocSelf == 0 {
 			continue
 		}
 		b.locs = b.locs[:0]
@@ -242,12 +246,13 @@ func (b *profileBuilder) sample(locs []*profile.Location, r *report, nd *node, c
 		if acc.labels == labels.id && slices.Equal(acc.s.Location, locs) {
 			acc.s.Value[0] += wall
 			acc.s.Value[1] += count
+			acc.s.Value[2] += int64(min(nd.AllocSelf, math.MaxInt64))
 			return
 		}
 	}
 	s := &profile.Sample{
 		Location: slices.Clone(locs),
-		Value:    []int64{wall, count},
+		Value:    []int64{wall, count, int64(min(nd.AllocSelf, math.MaxInt64))},
 		Label:    labels.m,
 	}
 	b.samples[h] = append(b.samples[h], sampleAcc{s, labels.id})
@@ -281,7 +286,7 @@ func (b *profileBuilder) labels(r *report, waitFor, bound, wokenBy string) label
 // profile returns the profile of what was added.
 func (b *profileBuilder) profile() *profile.Profile {
 	p := &profile.Profile{
-		SampleType:        []*profile.ValueType{{Type: "wall", Unit: "milliseconds"}, {Type: "count", Unit: "count"}},
+		SampleType:        []*profile.ValueType{{Type: "wall", Unit: "milliseconds"}, {Type: "count", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}},
 		DefaultSampleType: "wall",
 		PeriodType:        &profile.ValueType{Type: "wall", Unit: "milliseconds"},
 		Period:            1,

@@ -51,6 +51,8 @@ type report struct {
 	Dropped  uint64               `json:"dropped"`
 	// Repeat is the N+1 pattern of a slow call, when it has one.
 	Repeat *tracer.RepeatFields `json:"repeat"`
+	// AllocBytes is what the dispatch allocated, exactly.
+	AllocBytes uint64 `json:"allocBytes"`
 	// HeldBack counts the dispatches of the scene the tracer held back
 	// (not reported) before this report.
 	HeldBack uint64 `json:"heldBack"`
@@ -352,9 +354,13 @@ type node struct {
 	Self  int64 `json:"self"`
 	Count int   `json:"count"`
 	// Samples is how many stack samples a sampled node stands for.
-	Samples int    `json:"samples,omitempty"`
-	Kind    string `json:"kind,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	Samples int `json:"samples,omitempty"`
+	// Alloc is what the allocation samples under the node stand for
+	// (Frame.AllocBytes), AllocSelf the part not under its children.
+	Alloc     uint64 `json:"alloc,omitempty"`
+	AllocSelf uint64 `json:"allocSelf,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 	// For is what a wait waited for, when the report says (Frame.For).
 	For string `json:"for,omitempty"`
 	// WokenBy names the goroutine that ended a wait, when another did
@@ -390,7 +396,7 @@ func resolveTree(pos string, frames []reportFrame, n *names, strict bool) ([]nod
 	for i := range frames {
 		f := &frames[i]
 		nd := &nodes[i]
-		*nd = node{Cost: max(f.Cost, 0), Count: max(f.Count, 0), Samples: f.Samples, Kind: f.Kind, Reason: f.Reason, For: f.For, ID: f.ID, Parent: -1}
+		*nd = node{Cost: max(f.Cost, 0), Count: max(f.Count, 0), Samples: f.Samples, Alloc: f.AllocBytes, Kind: f.Kind, Reason: f.Reason, For: f.For, ID: f.ID, Parent: -1}
 		// The claimed depths place a frame under the last shallower
 		// one; the node's depth is its place in the tree, one more
 		// than its parent's, whatever its frame claims: what is drawn
@@ -479,12 +485,18 @@ func isBoundKind(kind string) bool {
 func selfTimes(nodes []node) {
 	for i := range nodes {
 		nodes[i].Self = nodes[i].Cost
+		nodes[i].AllocSelf = nodes[i].Alloc
 	}
 	for i := range nodes {
-		if p := nodes[i].Parent; p >= 0 && nodes[i].Kind != frameKindGoroutine {
+		p := nodes[i].Parent
+		if p >= 0 && nodes[i].Kind != frameKindGoroutine {
 			// Costs are not negative: once at 0, Self stays there,
 			// and the subtraction cannot overflow.
 			nodes[p].Self = max(nodes[p].Self-nodes[i].Cost, 0)
+		}
+		if p >= 0 {
+			// Allocations add up, a goroutine's too.
+			nodes[p].AllocSelf -= min(nodes[p].AllocSelf, nodes[i].Alloc)
 		}
 	}
 }

@@ -82,11 +82,20 @@ func showIssue(w io.Writer, is map[string]any, repeat *tracer.RepeatFields, node
 		}
 		fmt.Fprintln(w)
 	}
+	if p, ok := is["parts"].(map[string]any); ok {
+		num := func(k string) float64 { v, _ := p[k].(float64); return v }
+		fmt.Fprintf(w, "  time: %.0fms code without hooks (sampled), %.0fms hooked code (sampled), %.0fms waits, %.0fms GC assists, %.0fms runnable, %.0fms unexplained",
+			num("sampled"), num("own"), num("waits"), num("gc"), num("runnable"), num("unexplained"))
+		if st, ok := p["stopped"].(float64); ok {
+			fmt.Fprintf(w, "; the world stood still %.3gms", st)
+		}
+		fmt.Fprintln(w)
+	}
 	if len(nodes) == 0 {
 		var rest []string
 		for k, v := range is {
 			switch k {
-			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack", "repeat", "allocBytes", "allocObjects", "allocFunc", "allocFuncBytes":
+			case "tag", "detail", "scene", "cost", "stackKey", "usage", "note", "stack", "frames", "threadStack", "repeat", "allocBytes", "allocObjects", "allocFunc", "allocFuncBytes", "parts":
 				continue
 			case tracer.KeyHostName, tracer.KeyGoVersion:
 				continue // the process's, the same in every report it wrote

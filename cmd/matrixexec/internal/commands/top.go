@@ -61,9 +61,12 @@ type topGroup struct {
 	// minute).
 	HeldBack uint64 `json:"heldBack,omitempty"`
 	TotalMs  int64  `json:"totalMs"`
-	P50Ms    int64  `json:"p50Ms"`
-	P95Ms    int64  `json:"p95Ms"`
-	MaxMs    int64  `json:"maxMs"`
+	// AllocBytes is what the group's incidents allocated on the heap, in
+	// all (their reports' allocBytes).
+	AllocBytes uint64 `json:"allocBytes,omitempty"`
+	P50Ms      int64  `json:"p50Ms"`
+	P95Ms      int64  `json:"p95Ms"`
+	MaxMs      int64  `json:"maxMs"`
 	// Details counts the incidents per detail (NORMAL, LAG, ANR, STARTUP).
 	Details []counted `json:"details"`
 	// Watchdog counts the LAG and ANR reports (in this order) that are
@@ -134,6 +137,7 @@ type groupAcc struct {
 	count       int
 	heldBack    uint64
 	total       int64
+	alloc       uint64
 	max         int64
 	costs       map[int64]int // ms -> incidents
 	details     map[string]int
@@ -230,6 +234,7 @@ func (a *aggregator) addIncident(pos string, r *report) {
 	g.count++
 	g.heldBack = satAddU(g.heldBack, r.HeldBack)
 	g.total = satAdd(g.total, cost)
+	g.alloc = satAddU(g.alloc, r.AllocBytes)
 	g.costs[cost]++
 	g.details[r.Detail]++
 	g.others[other]++
@@ -291,14 +296,15 @@ func (a *aggregator) result(n *names) (*topResult, error) {
 	}
 	for _, g := range a.groups {
 		tg := topGroup{
-			Key:      g.key,
-			Count:    g.count,
-			HeldBack: g.heldBack,
-			TotalMs:  g.total,
-			P50Ms:    percentile(g.costs, g.count, 50),
-			P95Ms:    percentile(g.costs, g.count, 95),
-			MaxMs:    g.max,
-			Details:  topCounted(g.details, 0),
+			Key:        g.key,
+			Count:      g.count,
+			HeldBack:   g.heldBack,
+			TotalMs:    g.total,
+			AllocBytes: g.alloc,
+			P50Ms:      percentile(g.costs, g.count, 50),
+			P95Ms:      percentile(g.costs, g.count, 95),
+			MaxMs:      g.max,
+			Details:    topCounted(g.details, 0),
 		}
 		for _, detail := range []string{tracer.DetailLag, tracer.DetailANR} {
 			if n := g.watch[detail]; n > 0 {
