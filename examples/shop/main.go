@@ -13,6 +13,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -95,9 +97,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 type order struct {
-	ID    string  `json:"id"`
-	Items []item  `json:"items"`
-	Total float64 `json:"total"`
+	ID      string  `json:"id"`
+	Items   []item  `json:"items"`
+	Total   float64 `json:"total"`
+	Receipt string  `json:"receipt"`
 }
 
 type item struct {
@@ -119,8 +122,20 @@ func (s *orderService) checkout(ctx context.Context, id string) (*order, error) 
 		return nil, fmt.Errorf("checkout %s: %w", id, err)
 	}
 	o.Total = s.pricing.total(o.Items)
+	o.Receipt = sign(o)
 	<-logged
 	return o, nil
+}
+
+// sign stamps the order with a digest of its items, hashed again and
+// again as a slow signature would be: time spent running in the standard
+// library, which has no hooks.
+func sign(o *order) string {
+	sum := sha256.Sum256([]byte(fmt.Sprint(o.ID, o.Items, o.Total)))
+	for range 60000 {
+		sum = sha256.Sum256(sum[:])
+	}
+	return hex.EncodeToString(sum[:8])
 }
 
 // auditLog stands for a write to an audit service, made while the order
