@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/matrixgo/matrix/beat"
 	"github.com/matrixgo/matrix/idalloc"
+	"github.com/matrixgo/matrix/tracer/analysis"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -30,7 +33,37 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"otlpcalled":    cmdOTLPCalled,
 		"samecompiles":  cmdSameCompiles,
 		"mapnames":      cmdMapNames,
+		"mkdump":        cmdMkdump,
 	}
+}
+
+// mkdump FILE EVENT...
+//
+// Writes a raw buffer dump of events "i:ID:MS" or "o:ID:MS" (ID may be D,
+// the dispatch) with beat.WriteDump.
+func cmdMkdump(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: mkdump FILE EVENT...")
+	}
+	var recs []uint64
+	for _, ev := range args[1:] {
+		f := strings.Split(ev, ":")
+		if len(f) != 3 {
+			ts.Fatalf("mkdump: event %q is not i|o:ID:MS", ev)
+		}
+		id := uint64(analysis.Dispatch)
+		if f[1] != "D" {
+			n, err := strconv.ParseUint(f[1], 10, 32)
+			ts.Check(err)
+			id = n
+		}
+		ms, err := strconv.ParseUint(f[2], 10, 64)
+		ts.Check(err)
+		recs = append(recs, uint64(analysis.MakeRecord(f[0] == "i", uint32(id), ms)))
+	}
+	var b bytes.Buffer
+	ts.Check(beat.WriteDump(&b, recs))
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644))
 }
 
 // mapnames FILE [MAINPATH]
