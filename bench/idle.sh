@@ -12,6 +12,9 @@
 #   PLAIN=bin INSTR=bin bench/idle.sh        measure these builds instead
 # Needs: go. Network: the module proxy for the first build.
 set -euo pipefail
+# The benchmark modules are not in the repository's go.work (the product
+# and its test module): each go command here runs in its own module.
+export GOWORK=off
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)

@@ -7,6 +7,9 @@
 # of instrumented functions). Load: wrk -t1 -c4 on 127.0.0.1, counted from
 # 3 s after the start for D seconds (default 6). Needs valgrind and wrk.
 set -euo pipefail
+# The benchmark modules are not in the repository's go.work (the product
+# and its test module): each go command here runs in its own module.
+export GOWORK=off
 BIN=$1 ROUTER=$2 REC=${3:-}
 D=${D:-6}
 TMP=$(mktemp -d /tmp/matrix-routers-cg.XXXXXX)

@@ -33,6 +33,9 @@
 # Needs: go, wrk (apt-get install wrk). Network: the module proxy for the
 # first build, 127.0.0.1 for the load.
 set -euo pipefail
+# The benchmark modules are not in the repository's go.work (the product
+# and its test module): each go command here runs in its own module.
+export GOWORK=off
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)

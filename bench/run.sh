@@ -49,6 +49,9 @@
 # run (fastjson, protobuf, OpenTelemetry), and 127.0.0.1 only for the load
 # test.
 set -euo pipefail
+# The benchmark modules are not in the repository's go.work (the product
+# and its test module): each go command here runs in its own module.
+export GOWORK=off
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)

@@ -38,6 +38,9 @@
 # Needs: go; the module proxy for chi and gin (and orchestrion's
 # integrations) the first time; wrk and curl for MODE=compare.
 set -euo pipefail
+# The benchmark modules are not in the repository's go.work (the product
+# and its test module): each go command here runs in its own module.
+export GOWORK=off
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)

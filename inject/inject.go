@@ -6,7 +6,8 @@
 // calls first (main/matrix_main.go).
 //
 // The sources are ordinary Go files behind the build tag matrixexec_inject,
-// which no build sets: gofmt and editors read them as Go, and a test
+// which no build sets (and ignore too, for a source that imports another
+// module's package, so that go mod tidy does not require that module): gofmt and editors read them as Go, and a test
 // compiles and vets them inside the packages they join (see
 // TestPatchedStdCompiles in package rewrite). Rendering drops the build tag,
 // adds the Header, names the package, and adds the values of the abi
@@ -89,7 +90,7 @@ const debugOff = "const matrixDebugBuild = false"
 const mainImport = "import _ \"unsafe\"\n"
 
 var (
-	buildTag   = regexp.MustCompile(`(?m)^//go:build matrixexec_inject\n\n?`)
+	buildTag   = regexp.MustCompile(`(?m)^//go:build (?:ignore && )?matrixexec_inject\n\n?`)
 	pkgClauseR = regexp.MustCompile(`(?m)^package \w+$`)
 )
 

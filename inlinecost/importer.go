@@ -1,6 +1,7 @@
 package inlinecost
 
 import (
+	"bytes"
 	"fmt"
 	"go/importer"
 	"go/token"
@@ -9,7 +10,6 @@ import (
 	"os"
 
 	"github.com/matrixgo/matrix/internal/importcfg"
-	"golang.org/x/tools/go/gcexportdata"
 )
 
 // Importer is a types.Importer over the export data a compile step is
@@ -17,14 +17,17 @@ import (
 // also answers the compiler's inlining decisions about the functions of
 // the packages it imported.
 type Importer struct {
-	fset    *token.FileSet
-	cfg     *importcfg.Config
-	imports map[string]*types.Package
-	pkgs    map[string]*Package
-	errs    map[string]error
-	// std is the standard library's importer, for export data that
-	// gcexportdata does not know (see read); made when first needed.
-	std types.Importer
+	fset *token.FileSet
+	cfg  *importcfg.Config
+	pkgs map[string]*Package
+	errs map[string]error
+	// std is the standard library's importer, which reads the go/types
+	// view of every package; its lookup serves the contents of the
+	// archive being read (current, at currentPath) or opens the file the
+	// importcfg names.
+	std         types.Importer
+	current     []byte
+	currentPath string
 }
 
 // NewImporter returns an importer for the contents of an importcfg file.
@@ -33,13 +36,23 @@ func NewImporter(fset *token.FileSet, data []byte) (*Importer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Importer{
-		fset:    fset,
-		cfg:     cfg,
-		imports: map[string]*types.Package{},
-		pkgs:    map[string]*Package{},
-		errs:    map[string]error{},
-	}, nil
+	im := &Importer{
+		fset: fset,
+		cfg:  cfg,
+		pkgs: map[string]*Package{},
+		errs: map[string]error{},
+	}
+	im.std = importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		if path == im.currentPath && im.current != nil {
+			return io.NopCloser(bytes.NewReader(im.current)), nil
+		}
+		file, ok := im.cfg.File(path)
+		if !ok {
+			return nil, fmt.Errorf("import %q: not in the importcfg", path)
+		}
+		return os.Open(file)
+	})
+	return im, nil
 }
 
 // Import implements types.Importer.
@@ -87,50 +100,17 @@ func (im *Importer) read(path string) (*Package, error) {
 	if !ok {
 		return nil, fmt.Errorf("import %q: not in the importcfg", path)
 	}
-	f, err := os.Open(file)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("import %q: %w", path, err)
 	}
-	defer f.Close()
-	r, err := gcexportdata.NewReader(f)
+	im.current, im.currentPath = data, path
+	defer func() { im.current, im.currentPath = nil, "" }()
+	p, err := read(im.std, data, path)
 	if err != nil {
 		return nil, fmt.Errorf("import %q: %s: %w", path, file, err)
 	}
-	p, err := Read(r, im.fset, im.imports, path)
-	if err == nil {
-		return p, nil
-	}
-	// A Go release newer than gcexportdata writes export data in a
-	// format it does not know yet (Go 1.27's, say). The importer of the
-	// standard library reads the format of the Go release this binary
-	// was built with: the package's types then come from it, without
-	// the compiler's decisions (Package.Func knows none).
-	tp, stdErr := im.stdImport(path)
-	if stdErr != nil {
-		return nil, err
-	}
-	return &Package{Types: tp, path: path}, nil
-}
-
-// stdImport imports path with the standard library's importer, over the
-// files of the importcfg. That importer panics on a format it does not
-// know: the panic is returned as an error.
-func (im *Importer) stdImport(path string) (tp *types.Package, err error) {
-	if im.std == nil {
-		im.std = importer.ForCompiler(im.fset, "gc", func(path string) (io.ReadCloser, error) {
-			file, ok := im.cfg.File(path)
-			if !ok {
-				return nil, fmt.Errorf("import %q: not in the importcfg", path)
-			}
-			return os.Open(file)
-		})
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			tp, err = nil, fmt.Errorf("import %q: %v", path, r)
-		}
-	}()
-	return im.std.Import(path)
+	return p, nil
 }
 
 // Func returns the compiler's decision about fn, a function or method of

@@ -13,18 +13,18 @@
 // The record does not say how many escape notes precede the cost: there is
 // one per receiver and parameter, which is read from the function's
 // go/types signature. Package therefore reads the go/types view of the
-// export data (through golang.org/x/tools/go/gcexportdata) and the records
-// from the same bytes.
+// export data (through the standard library's importer, go/importer) and
+// the records from the same bytes.
 package inlinecost
 
 import (
 	"bytes"
 	"fmt"
+	"go/importer"
 	"go/token"
 	"go/types"
 	"io"
-
-	"golang.org/x/tools/go/gcexportdata"
+	"os"
 )
 
 // Package is the export data of one compiled package.
@@ -50,27 +50,57 @@ type Cost struct {
 	Cost int
 }
 
-// Read reads a package's export data from r, which is positioned at the
-// export data section of an object or archive file (see
-// gcexportdata.NewReader). The go/types objects are created in fset and
-// imports, as gcexportdata.Read does.
-func Read(r io.Reader, fset *token.FileSet, imports map[string]*types.Package, path string) (*Package, error) {
-	data, err := io.ReadAll(r)
+// ReadFile reads the export data of package path from file, an archive
+// the compiler wrote (as an importcfg's packagefile lines name them). Its
+// go/types objects are created in fset by an importer of their own.
+func ReadFile(fset *token.FileSet, file, path string) (*Package, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read export data of %s: %w", path, err)
 	}
-	tp, err := gcexportdata.Read(bytes.NewReader(data), fset, imports, path)
+	std := importer.ForCompiler(fset, "gc", func(p string) (io.ReadCloser, error) {
+		if p != path {
+			return nil, fmt.Errorf("import %q: only %q is at hand", p, path)
+		}
+		return io.NopCloser(bytes.NewReader(data)), nil
+	})
+	return read(std, data, path)
+}
+
+// read reads package path from data, the contents of its archive: the
+// go/types view through std, a go/importer "gc" importer whose lookup
+// serves data for path, and the decisions from the same bytes.
+func read(std types.Importer, data []byte, path string) (*Package, error) {
+	tp, err := stdImport(std, path)
 	if err != nil {
-		return nil, fmt.Errorf("read export data of %s: %w", path, err)
+		return nil, err
 	}
 	p := &Package{Types: tp, path: path}
-	if len(data) > 0 && data[0] == 'u' {
-		p.pr, err = newPkgDecoder(path, string(data[1:]))
-		if err != nil {
-			return nil, fmt.Errorf("read export data of %s: %w", path, err)
+	ed, err := exportData(data)
+	if err != nil {
+		return nil, fmt.Errorf("read export data of %s: %w", path, err)
+	}
+	if len(ed) > 0 && ed[0] == 'u' {
+		// A format version this decoder does not know (a Go release newer
+		// than this package) leaves the decisions unknown: the types were
+		// read by the importer of the Go release this binary was built
+		// with.
+		if pr, err := newPkgDecoder(path, string(ed[1:])); err == nil {
+			p.pr = pr
 		}
 	}
 	return p, nil
+}
+
+// stdImport imports path with std. The standard library's importer panics
+// on a format it does not know: the panic is returned as an error.
+func stdImport(std types.Importer, path string) (tp *types.Package, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			tp, err = nil, fmt.Errorf("import %q: %v", path, r)
+		}
+	}()
+	return std.Import(path)
 }
 
 // Func returns the compiler's decision about fn, a function or method of

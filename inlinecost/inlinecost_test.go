@@ -3,17 +3,16 @@ package inlinecost
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"go/token"
 	"go/types"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-
-	"golang.org/x/tools/go/gcexportdata"
 )
 
 // decision is the compiler's -m=2 verdict on one function.
@@ -62,16 +61,7 @@ func exportFile(t *testing.T, dir, pkg string) string {
 
 func readPackage(t *testing.T, file, path string) *Package {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := gcexportdata.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Read(r, token.NewFileSet(), map[string]*types.Package{}, path)
+	p, err := ReadFile(token.NewFileSet(), file, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,5 +195,30 @@ func TestLibKinds(t *testing.T) {
 		if got.Known != want.known || got.Inlinable != want.inlinable {
 			t.Errorf("%s: known=%v inlinable=%v, want %v %v", name, got.Known, got.Inlinable, want.known, want.inlinable)
 		}
+	}
+}
+
+// TestExportDataMalformed: what is not a compiler's archive is an error
+// wrapping errFormat, never a panic.
+func TestExportDataMalformed(t *testing.T) {
+	member := func(name, body string) string {
+		return fmt.Sprintf("!<arch>\n%-16s%-12s%-6s%-6s%-8s%-10d`\n%s", name, "0", "0", "0", "644", len(body), body)
+	}
+	for _, in := range []string{
+		"",
+		"go object linux amd64\n$$B\nu",
+		member("_go_.o", "go object\n$$B\nu\n$$\n"),
+		member("__.PKGDEF", "go object\n$$\nu\n$$\n"),
+		member("__.PKGDEF", "go object\n$$B\nu"),
+		member("__.PKGDEF", "go object"),
+		"!<arch>\n__.PKGDEF       0           0     0     644     99999     `\n",
+	} {
+		if _, err := exportData([]byte(in)); !errors.Is(err, errFormat) {
+			t.Errorf("exportData(%q) = %v, want an error wrapping errFormat", in, err)
+		}
+	}
+	got, err := exportData([]byte(member("__.PKGDEF", "go object linux amd64 go1.26\nbuild id \"x\"\n$$B\nudata\n$$\n")))
+	if err != nil || string(got) != "udata" {
+		t.Errorf("exportData = %q, %v; want \"udata\"", got, err)
 	}
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/matrixgo/matrix/beat"
 	"github.com/matrixgo/matrix/idalloc"
+	"github.com/matrixgo/matrix/tracer/analysis"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -30,6 +33,90 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"otlpcalled":    cmdOTLPCalled,
 		"samecompiles":  cmdSameCompiles,
 		"mapnames":      cmdMapNames,
+		"modkept":       cmdModKept,
+		"mkdump":        cmdMkdump,
+	}
+}
+
+// mkdump FILE EVENT...
+//
+// Writes a raw buffer dump of events "i:ID:MS" or "o:ID:MS" (ID may be D,
+// the dispatch) with beat.WriteDump.
+func cmdMkdump(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: mkdump FILE EVENT...")
+	}
+	var recs []uint64
+	for _, ev := range args[1:] {
+		f := strings.Split(ev, ":")
+		if len(f) != 3 {
+			ts.Fatalf("mkdump: event %q is not i|o:ID:MS", ev)
+		}
+		id := uint64(analysis.Dispatch)
+		if f[1] != "D" {
+			n, err := strconv.ParseUint(f[1], 10, 32)
+			ts.Check(err)
+			id = n
+		}
+		ms, err := strconv.ParseUint(f[2], 10, 64)
+		ts.Check(err)
+		recs = append(recs, uint64(analysis.MakeRecord(f[0] == "i", uint32(id), ms)))
+	}
+	var b bytes.Buffer
+	ts.Check(beat.WriteDump(&b, recs))
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644))
+}
+
+// modkept BEFORE AFTER ADDED
+//
+// Checks two outputs of go list -m all, before and after a change to a
+// module: every module of BEFORE is in AFTER at the same version, and the
+// modules AFTER adds are those of ADDED ("path version" lines), no more,
+// no fewer. A replacement (=> …) is not compared.
+func cmdModKept(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: modkept BEFORE AFTER ADDED")
+	}
+	read := func(name string, skipMain bool) map[string]string {
+		mods := map[string]string{}
+		for i, line := range strings.Split(ts.ReadFile(name), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 || (skipMain && i == 0) {
+				continue
+			}
+			if len(f) < 2 {
+				ts.Fatalf("%s: %q is not a module and its version", name, line)
+			}
+			mods[f[0]] = f[1]
+		}
+		return mods
+	}
+	before, after, want := read(args[0], true), read(args[1], true), read(args[2], false)
+	var changed, added []string
+	for path, v := range before {
+		if w, ok := after[path]; !ok {
+			changed = append(changed, path+" "+v+" → gone")
+		} else if w != v {
+			changed = append(changed, path+" "+v+" → "+w)
+		}
+	}
+	for path, v := range after {
+		if _, ok := before[path]; !ok {
+			added = append(added, path+" "+v)
+		}
+	}
+	var wanted []string
+	for path, v := range want {
+		wanted = append(wanted, path+" "+v)
+	}
+	sort.Strings(changed)
+	sort.Strings(added)
+	sort.Strings(wanted)
+	if len(changed) > 0 {
+		ts.Fatalf("%d of the %d modules changed:\n\t%s\nand %d added:\n\t%s", len(changed), len(before), strings.Join(changed, "\n\t"), len(added), strings.Join(added, "\n\t"))
+	}
+	if !slices.Equal(added, wanted) {
+		ts.Fatalf("added %d modules:\n\t%s\nwant %d:\n\t%s", len(added), strings.Join(added, "\n\t"), len(wanted), strings.Join(wanted, "\n\t"))
 	}
 }
 

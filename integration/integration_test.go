@@ -35,7 +35,14 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = filepath.Join(dir, "bin")
-	cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "../cmd/matrixexec/...")
+	// The tools are built in this module's own module, without the
+	// workspace (go.work at the repository's root), so that they link
+	// the versions of their dependencies the module asks for, the oldest
+	// that work, as in a service that pins them; and without version
+	// control information, so that they do not change with every commit.
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", binDir+string(filepath.Separator), "./cmd/matrixexec/...")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building matrixexec:", err)
@@ -48,6 +55,7 @@ func run(m *testing.M) int {
 	// loading the graph once, with the proxy, fetches them.
 	cmd = exec.Command("go", "mod", "graph")
 	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "loading the module graph:", err)
@@ -99,6 +107,9 @@ func params(t *testing.T, dir string) testscript.Params {
 		// leave functions uninstrumented with a warning.
 		"MATRIX_STRICT": "1",
 		"MATRIXROOT":    moduleRootDir(t),
+		// The directory of the matrixexec and matrixreport built for
+		// this test run.
+		"MATRIXBIN": binDir,
 	}
 	return testscript.Params{
 		Dir: dir,

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matrixgo/matrix/integration/otlptest"
 	"github.com/matrixgo/matrix/internal/testgo"
-	"github.com/matrixgo/matrix/tracer/otlp/otlptest"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 

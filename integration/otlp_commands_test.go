@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/matrixgo/matrix/tracer/otlp/otlptest"
+	"github.com/matrixgo/matrix/integration/otlptest"
 	"github.com/rogpeppe/go-internal/testscript"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )

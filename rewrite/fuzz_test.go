@@ -56,7 +56,7 @@ func FuzzRewrite(f *testing.F) {
 	// time is slow, and the fuzzing engine takes a slow input for a hang.
 	for _, path := range []string{"bytes", "embed", "errors", "fmt", "go/ast", "go/format", "go/importer", "go/parser",
 		"go/scanner", "go/token", "go/types", "os", "path/filepath", "reflect", "sort", "strconv", "strings", "sync", "testing", "unsafe",
-		"golang.org/x/tools/go/ast/inspector", "bufio", "os/exec", "regexp"} {
+		"bufio", "os/exec", "regexp"} {
 		impMu.Lock()
 		imp.Import(path)
 		impMu.Unlock()

@@ -2,49 +2,14 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/rogpeppe/go-internal/testscript"
 )
-
-func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"matrixexec": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
-		// A stand-in for the report commands' program, installed beside
-		// matrixexec: it prints what it was started with, and exits with
-		// the status its first argument names.
-		"matrixreport": fakeReport,
-	})
-}
-
-// TestScripts runs the command-line scripts in testdata/script.
-func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
-}
-
-// fakeReport stands in for matrixreport: it prints the name it was started
-// as, its arguments, the id map and the version of matrixexec it was told
-// and what it reads from its standard input, and exits with the status an
-// argument "exit=N" names.
-func fakeReport() {
-	in, _ := io.ReadAll(os.Stdin)
-	fmt.Printf("argv0=%s args=%s map=%s version=%s stdin=%q\n", filepath.Base(os.Args[0]), strings.Join(os.Args[1:], " "), os.Getenv("MATRIX_MAP"), os.Getenv("MATRIX_EXEC_VERSION"), in)
-	for _, a := range os.Args[1:] {
-		if n, ok := strings.CutPrefix(a, "exit="); ok {
-			code, _ := strconv.Atoi(n)
-			os.Exit(code)
-		}
-	}
-}
 
 // TestFindReportTool: matrixreport is the one beside matrixexec, else the
 // current module's tool, else an error that says how to install it.

@@ -1,4 +1,4 @@
-//go:build matrixexec_inject
+//go:build ignore && matrixexec_inject
 
 // This file is added to google.golang.org/grpc, besides the declarations
 // of matrix_route.go: what gRPC's client and server hooks call to pass a
@@ -6,6 +6,9 @@
 // call the server handles. Like matrix_route.go it spells any as
 // interface{} (old releases of gRPC declare Go 1.17 or older), and
 // matrixexec renders it with gRPC's package clause and drops the build tag.
+// The tag ignore keeps go mod tidy, which reads every other file whatever
+// its tags, from making gRPC a requirement of this module: the file is
+// compiled only inside the program's own gRPC.
 
 package route
 

@@ -1,127 +1,82 @@
 package otlp
 
 import (
+	"os"
+	"strconv"
 	"strings"
 	"testing"
-
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// The field numbers the encoder uses are those of the official OTLP
+// TestFieldNumbers: the field numbers the encoder uses are those of
+// testdata/fields.txt ("message field number" lines), which the
+// integration module's otlp tests check against the official OTLP
 // descriptors.
 func TestFieldNumbers(t *testing.T) {
-	type f struct {
-		msg   proto.Message
-		field string
-		num   int
+	used := map[string]int{
+		"opentelemetry.proto.trace.v1.TracesData resource_spans":                          fieldTracesDataResourceSpans,
+		"opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest resource_spans": fieldTracesDataResourceSpans,
+		"opentelemetry.proto.trace.v1.ResourceSpans resource":                             fieldResourceSpansResource,
+		"opentelemetry.proto.trace.v1.ResourceSpans scope_spans":                          fieldResourceSpansScopeSpans,
+		"opentelemetry.proto.resource.v1.Resource attributes":                             fieldResourceAttributes,
+		"opentelemetry.proto.trace.v1.ScopeSpans scope":                                   fieldScopeSpansScope,
+		"opentelemetry.proto.trace.v1.ScopeSpans spans":                                   fieldScopeSpansSpans,
+		"opentelemetry.proto.common.v1.InstrumentationScope name":                         fieldScopeName,
+		"opentelemetry.proto.common.v1.InstrumentationScope version":                      fieldScopeVersion,
+		"opentelemetry.proto.trace.v1.Span trace_id":                                      fieldSpanTraceID,
+		"opentelemetry.proto.trace.v1.Span trace_state":                                   fieldSpanTraceState,
+		"opentelemetry.proto.trace.v1.Span span_id":                                       fieldSpanSpanID,
+		"opentelemetry.proto.trace.v1.Span parent_span_id":                                fieldSpanParentSpanID,
+		"opentelemetry.proto.trace.v1.Span name":                                          fieldSpanName,
+		"opentelemetry.proto.trace.v1.Span kind":                                          fieldSpanKind,
+		"opentelemetry.proto.trace.v1.Span start_time_unix_nano":                          fieldSpanStart,
+		"opentelemetry.proto.trace.v1.Span end_time_unix_nano":                            fieldSpanEnd,
+		"opentelemetry.proto.trace.v1.Span attributes":                                    fieldSpanAttributes,
+		"opentelemetry.proto.trace.v1.Span flags":                                         fieldSpanFlags,
+		"opentelemetry.proto.trace.v1.Span events":                                        fieldSpanEvents,
+		"opentelemetry.proto.trace.v1.Span status":                                        fieldSpanStatus,
+		"opentelemetry.proto.trace.v1.Span.Event time_unix_nano":                          fieldEventTime,
+		"opentelemetry.proto.trace.v1.Span.Event name":                                    fieldEventName,
+		"opentelemetry.proto.trace.v1.Span.Event attributes":                              fieldEventAttributes,
+		"opentelemetry.proto.trace.v1.Status code":                                        fieldStatusCode,
+		"opentelemetry.proto.trace.v1.ResourceSpans schema_url":                           fieldResourceSpansSchemaURL,
+		"opentelemetry.proto.trace.v1.ScopeSpans schema_url":                              fieldScopeSpansSchemaURL,
+		"opentelemetry.proto.common.v1.KeyValue key":                                      fieldKeyValueKey,
+		"opentelemetry.proto.common.v1.KeyValue value":                                    fieldKeyValueValue,
+		"opentelemetry.proto.common.v1.AnyValue string_value":                             fieldAnyString,
+		"opentelemetry.proto.common.v1.AnyValue bool_value":                               fieldAnyBool,
+		"opentelemetry.proto.common.v1.AnyValue int_value":                                fieldAnyInt,
+		"opentelemetry.proto.common.v1.AnyValue double_value":                             fieldAnyDouble,
 	}
-	for _, c := range []f{
-		{&tracepb.TracesData{}, "resource_spans", fieldTracesDataResourceSpans},
-		{&collectortrace.ExportTraceServiceRequest{}, "resource_spans", fieldTracesDataResourceSpans},
-		{&tracepb.ResourceSpans{}, "resource", fieldResourceSpansResource},
-		{&tracepb.ResourceSpans{}, "scope_spans", fieldResourceSpansScopeSpans},
-		{&resourcepb.Resource{}, "attributes", fieldResourceAttributes},
-		{&tracepb.ScopeSpans{}, "scope", fieldScopeSpansScope},
-		{&tracepb.ScopeSpans{}, "spans", fieldScopeSpansSpans},
-		{&commonpb.InstrumentationScope{}, "name", fieldScopeName},
-		{&commonpb.InstrumentationScope{}, "version", fieldScopeVersion},
-		{&tracepb.Span{}, "trace_id", fieldSpanTraceID},
-		{&tracepb.Span{}, "trace_state", fieldSpanTraceState},
-		{&tracepb.Span{}, "span_id", fieldSpanSpanID},
-		{&tracepb.Span{}, "parent_span_id", fieldSpanParentSpanID},
-		{&tracepb.Span{}, "name", fieldSpanName},
-		{&tracepb.Span{}, "kind", fieldSpanKind},
-		{&tracepb.Span{}, "start_time_unix_nano", fieldSpanStart},
-		{&tracepb.Span{}, "end_time_unix_nano", fieldSpanEnd},
-		{&tracepb.Span{}, "attributes", fieldSpanAttributes},
-		{&tracepb.Span{}, "flags", fieldSpanFlags},
-		{&tracepb.Span{}, "events", fieldSpanEvents},
-		{&tracepb.Span{}, "status", fieldSpanStatus},
-		{&tracepb.Span_Event{}, "time_unix_nano", fieldEventTime},
-		{&tracepb.Span_Event{}, "name", fieldEventName},
-		{&tracepb.Span_Event{}, "attributes", fieldEventAttributes},
-		{&tracepb.Status{}, "code", fieldStatusCode},
-		{&tracepb.ResourceSpans{}, "schema_url", fieldResourceSpansSchemaURL},
-		{&tracepb.ScopeSpans{}, "schema_url", fieldScopeSpansSchemaURL},
-		{&commonpb.KeyValue{}, "key", fieldKeyValueKey},
-		{&commonpb.KeyValue{}, "value", fieldKeyValueValue},
-		{&commonpb.AnyValue{}, "string_value", fieldAnyString},
-		{&commonpb.AnyValue{}, "bool_value", fieldAnyBool},
-		{&commonpb.AnyValue{}, "int_value", fieldAnyInt},
-		{&commonpb.AnyValue{}, "double_value", fieldAnyDouble},
-	} {
-		fd := c.msg.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name(c.field))
-		if fd == nil || int(fd.Number()) != c.num {
-			t.Errorf("%s.%s: descriptor %v, encoder uses %d", c.msg.ProtoReflect().Descriptor().FullName(), c.field, fd, c.num)
-		}
-	}
-	if SpanKindInternal != int(tracepb.Span_SPAN_KIND_INTERNAL) ||
-		SpanKindServer != int(tracepb.Span_SPAN_KIND_SERVER) ||
-		SpanKindClient != int(tracepb.Span_SPAN_KIND_CLIENT) ||
-		SpanKindProducer != int(tracepb.Span_SPAN_KIND_PRODUCER) ||
-		SpanKindConsumer != int(tracepb.Span_SPAN_KIND_CONSUMER) ||
-		StatusError != int(tracepb.Status_STATUS_CODE_ERROR) ||
-		StatusUnset != int(tracepb.Status_STATUS_CODE_UNSET) ||
-		FlagHasIsRemote != int(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK) ||
-		FlagIsRemote != int(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK) {
-		t.Error("enum values differ from the official ones")
-	}
-}
-
-// Encode's output decodes with the official types into the message they
-// would have built, for every kind of value and for lengths that need
-// multi-byte varints.
-func TestEncodeMatchesOfficialTypes(t *testing.T) {
-	long := strings.Repeat("x", 300)
-	sp := Span{
-		TraceID: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, SpanID: [8]byte{9, 9, 9, 9, 9, 9, 9, 9},
-		ParentSpanID: [8]byte{7, 7, 7, 7, 7, 7, 7, 7}, HasParent: true, TraceState: "congo=t61rcWkgMzE", Name: long, Kind: SpanKindInternal,
-		Flags: FlagHasIsRemote | FlagIsRemote | 1, Start: 1 << 60, End: 1<<60 + 5,
-		Attributes: []KeyValue{{"s", String("v")}, {"empty", String("")}, {"i", Int(-42)}, {"b", Bool(true)}, {"f", Bool(false)}, {"d", Double(2.5)}, {"long", String(long)}},
-	}
-	child := Span{TraceID: sp.TraceID, SpanID: [8]byte{1}, ParentSpanID: sp.SpanID, HasParent: true, Name: "c", Start: 1, End: 2}
-	rs := []*ResourceSpans{
-		{Resource: []KeyValue{{"service.name", String("svc")}}, Scope: ScopeName, ScopeVersion: "v1", Spans: []Span{sp, child}},
-		{Scope: "other"},
-	}
-	var got collectortrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(Encode(rs), &got); err != nil {
+	data, err := os.ReadFile("testdata/fields.txt")
+	if err != nil {
 		t.Fatal(err)
 	}
-	sv := func(s string) *commonpb.AnyValue {
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
+	listed := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		n, err := strconv.Atoi(f[2])
+		if len(f) != 3 || err != nil {
+			t.Fatalf("testdata/fields.txt: %q is not \"message field number\"", line)
+		}
+		listed++
+		if got, ok := used[f[0]+" "+f[1]]; !ok || got != n {
+			t.Errorf("%s.%s: the encoder uses %d (%v), testdata/fields.txt says %d", f[0], f[1], got, ok, n)
+		}
 	}
-	want := &collectortrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{
-		{
-			Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{{Key: "service.name", Value: sv("svc")}}},
-			ScopeSpans: []*tracepb.ScopeSpans{{
-				Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: "v1"},
-				Spans: []*tracepb.Span{
-					{
-						TraceId: sp.TraceID[:], SpanId: sp.SpanID[:], TraceState: sp.TraceState, ParentSpanId: sp.ParentSpanID[:], Name: long,
-						Kind: tracepb.Span_SPAN_KIND_INTERNAL, Flags: sp.Flags, StartTimeUnixNano: sp.Start, EndTimeUnixNano: sp.End,
-						Attributes: []*commonpb.KeyValue{
-							{Key: "s", Value: sv("v")},
-							{Key: "empty", Value: sv("")},
-							{Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: -42}}},
-							{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}},
-							{Key: "f", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: false}}},
-							{Key: "d", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 2.5}}},
-							{Key: "long", Value: sv(long)},
-						},
-					},
-					{TraceId: sp.TraceID[:], SpanId: child.SpanID[:], ParentSpanId: sp.SpanID[:], Name: "c", StartTimeUnixNano: 1, EndTimeUnixNano: 2},
-				},
-			}},
-		},
-		{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "other"}}}},
-	}}
-	if !proto.Equal(&got, want) {
-		t.Errorf("got  %v\nwant %v", &got, want)
+	if listed != len(used) {
+		t.Errorf("testdata/fields.txt lists %d fields, the encoder uses %d", listed, len(used))
+	}
+	for name, want := range map[string]int{
+		"SPAN_KIND_INTERNAL": SpanKindInternal, "SPAN_KIND_SERVER": SpanKindServer, "SPAN_KIND_CLIENT": SpanKindClient,
+		"SPAN_KIND_PRODUCER": SpanKindProducer, "SPAN_KIND_CONSUMER": SpanKindConsumer,
+		"STATUS_CODE_ERROR": StatusError, "STATUS_CODE_UNSET": StatusUnset,
+		"SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK": FlagHasIsRemote, "SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK": FlagIsRemote,
+	} {
+		if !strings.Contains(string(data), "\n# "+name+" "+strconv.Itoa(want)+"\n") {
+			t.Errorf("testdata/fields.txt does not list the enum value %s %d", name, want)
+		}
 	}
 }

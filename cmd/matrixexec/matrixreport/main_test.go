@@ -1,50 +1,58 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/matrixgo/matrix/beat"
-	"github.com/matrixgo/matrix/tracer/analysis"
-
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
-func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"matrixreport": func() { os.Exit(run(os.Args[1:], os.Getenv, "")) },
-		// matrixreport as go install …@v1.4.0 builds it.
-		"matrixreport-v1.4.0": func() { os.Exit(run(os.Args[1:], os.Getenv, "v1.4.0")) },
-	})
-}
-
-// TestScripts runs the command-line scripts in testdata/script.
-func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script", Cmds: map[string]func(*testscript.TestScript, bool, []string){
-		"mkdump": cmdMkdump,
-	}})
-}
-
-// mkdump FILE EVENT... writes a raw buffer dump of events "i:ID:MS" or
-// "o:ID:MS" (ID may be D) with beat.WriteDump.
-func cmdMkdump(ts *testscript.TestScript, neg bool, args []string) {
-	var recs []uint64
-	for _, ev := range args[1:] {
-		f := strings.Split(ev, ":")
-		id := uint64(analysis.Dispatch)
-		if f[1] != "D" {
-			n, err := strconv.ParseUint(f[1], 10, 32)
-			ts.Check(err)
-			id = n
-		}
-		ms, err := strconv.ParseUint(f[2], 10, 64)
-		ts.Check(err)
-		recs = append(recs, uint64(analysis.MakeRecord(f[0] == "i", uint32(id), ms)))
+// runCaptured runs matrixreport of the given version with args and the
+// environment env, and returns its exit code, stdout and stderr.
+func runCaptured(t *testing.T, version string, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	outFile, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	ts.Check(beat.WriteDump(&b, recs))
-	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644))
+	errFile, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = outFile, errFile
+	code := run(args, func(k string) string { return env[k] }, version)
+	os.Stdout, os.Stderr = oldOut, oldErr
+	outFile.Close()
+	errFile.Close()
+	out, _ := os.ReadFile(outFile.Name())
+	errs, _ := os.ReadFile(errFile.Name())
+	return code, string(out), string(errs)
+}
+
+// TestVersionSkew: matrixexec tells matrixreport its version
+// (MATRIX_EXEC_VERSION): a matrixreport of another version warns, and runs
+// the command all the same. A version either build does not know (a
+// development build) is no skew.
+func TestVersionSkew(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "report.jsonl")
+	line := `{"tag":"Trace_EvilMethod","detail":"NORMAL","scene":"GET /w","cost":400,"stackKey":"example.com/app.query[sleep]|","frames":[{"depth":0,"id":1048574,"count":1,"cost":400,"func":"DISPATCH","file":"","line":0},{"depth":1,"id":3,"count":1,"cost":400,"func":"example.com/app.handler","file":"/src/app/h.go","line":10}]}` + "\n"
+	if err := os.WriteFile(report, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const warning = "matrixexec: warning: matrixexec is v1.5.0 but matrixreport, which runs its report commands, is v1.4.0: install both from one version (go install github.com/matrixgo/matrix/cmd/matrixexec/...@v1.5.0)\n"
+	for _, c := range []struct {
+		exec, report, stderr string
+	}{
+		{"v1.5.0", "v1.4.0", warning},
+		{"v1.4.0", "v1.4.0", ""},
+		{"", "v1.4.0", ""},
+		{"v1.5.0", "", ""},
+	} {
+		code, out, errs := runCaptured(t, c.report, map[string]string{"MATRIX_EXEC_VERSION": c.exec}, "show", report)
+		if code != 0 || errs != c.stderr || !strings.Contains(out, "Trace_EvilMethod") {
+			t.Errorf("matrixexec %q, matrixreport %q: exit %d, stderr %q (want %q), stdout %q", c.exec, c.report, code, errs, c.stderr, out)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package commands
+package reports
 
 import (
 	"bytes"

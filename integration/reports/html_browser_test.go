@@ -1,4 +1,4 @@
-package commands
+package reports
 
 import (
 	"bytes"
@@ -103,7 +103,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	ctx := newBrowser(t)
 	page := filepath.Join(t.TempDir(), "report.html")
 	var stderr bytes.Buffer
-	if code := run([]string{"html", "-o", page, "testdata/reports/kinds.jsonl"}, nil, &stderr, &stderr); code != 0 {
+	if code := run([]string{"html", "-o", page, kindsReports}, nil, &stderr, &stderr); code != 0 {
 		t.Fatalf("matrixexec html: exit %d: %s", code, stderr.String())
 	}
 

@@ -1,12 +1,13 @@
-package otlp
+package otlp_test
 
 import (
+	. "github.com/matrixgo/matrix/tracer/otlp"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/matrixgo/matrix/tracer/otlp/otlptest"
+	"github.com/matrixgo/matrix/integration/otlptest"
 )
 
 // The exporter speaks OTLP/gRPC to the official gRPC server with the

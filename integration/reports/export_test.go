@@ -1,4 +1,4 @@
-package commands
+package reports
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/matrixgo/matrix/tracer/otlp/otlptest"
+	"github.com/matrixgo/matrix/integration/otlptest"
 )
 
 const (

@@ -1,14 +1,15 @@
-package otlp
+package otlp_test
 
 import (
 	"bytes"
 	"encoding/hex"
+	. "github.com/matrixgo/matrix/tracer/otlp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/matrixgo/matrix/integration/otlptest"
 	"github.com/matrixgo/matrix/tracer"
-	"github.com/matrixgo/matrix/tracer/otlp/otlptest"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 

@@ -1,9 +1,12 @@
+// Package uuidv4 tests internal/uuidv4 against a library that knows UUIDs.
 package uuidv4
 
 import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	. "github.com/matrixgo/matrix/internal/uuidv4"
 )
 
 // TestRandom checks what a parser that knows UUIDs reads from Random:
