@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"go/token"
 	"go/types"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -28,6 +29,7 @@ func compilerDecisions(t *testing.T, dir, pkg string) map[string]decision {
 	t.Helper()
 	cmd := exec.Command("go", "build", "-gcflags="+pkg+"=-m=2", pkg)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off") // testdata/mod is a module of its own
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build -gcflags=-m=2 %s: %v\n%s", pkg, err, out)
@@ -52,6 +54,7 @@ func exportFile(t *testing.T, dir, pkg string) string {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-export", "-f", "{{.Export}}", pkg)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off") // testdata/mod is a module of its own
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -export %s: %v", pkg, err)

@@ -26,17 +26,31 @@ func TestPatchRuntime(t *testing.T) {
 	if err := os.WriteFile(stackGo, []byte("package runtime\n\nfunc gostartcallfn(gobuf *gobuf, fv *funcval) {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// malloc.go as Go 1.26 has it, which hands sizes in a span's heap
+	// bits to the allocators specialised by size class, and those in
+	// malloc_generated.go (their slow path is not hooked); signal_unix.go
+	// is not compiled, as on Windows.
+	mallocGo := filepath.Join(src, "malloc.go")
+	if err := os.WriteFile(mallocGo, []byte("package runtime\n\nfunc mallocgc(size uintptr, typ *_type, needzero bool) unsafe.Pointer {\n\tif sizeSpecializedMallocEnabled && heapBitsInSpan(size) {\n\t\treturn mallocNoScanTable[size](size, typ, needzero)\n\t}\n\treturn nil\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	genGo := filepath.Join(src, "malloc_generated.go")
+	if err := os.WriteFile(genGo, []byte("package runtime\n\nfunc mallocgcSmallNoScanSC2(size uintptr, typ *_type, needzero bool) unsafe.Pointer {\n\treturn nil\n}\n\nfunc mallocgcTinySlowPath(size uintptr, typ *_type, needzero bool) unsafe.Pointer {\n\treturn nil\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// proc.go with every hooked function, in another order than the table,
 	// with the signatures of the supported releases.
 	sigs := map[string]string{
-		"gopark":            "(unlockf func(*g, unsafe.Pointer) bool, lock unsafe.Pointer, reason waitReason, traceReason traceBlockReason, traceskip int)",
-		"casgstatus":        "(gp *g, oldval, newval uint32)",
-		"reentersyscall":    "(pc, sp, bp uintptr)",
-		"entersyscallblock": "()",
-		"exitsyscall":       "()",
-		"gdestroy":          "(gp *g)",
-		"ready":             "(gp *g, traceskip int, next bool)",
-		"wirep":             "(pp *p)",
+		"gopark":                "(unlockf func(*g, unsafe.Pointer) bool, lock unsafe.Pointer, reason waitReason, traceReason traceBlockReason, traceskip int)",
+		"casgstatus":            "(gp *g, oldval, newval uint32)",
+		"reentersyscall":        "(pc, sp, bp uintptr)",
+		"entersyscallblock":     "()",
+		"exitsyscall":           "()",
+		"gdestroy":              "(gp *g)",
+		"ready":                 "(gp *g, traceskip int, next bool)",
+		"wirep":                 "(pp *p)",
+		"stopTheWorldWithSema":  "(reason stwReason) worldStop",
+		"startTheWorldWithSema": "(now int64, w worldStop) int64",
 	}
 	var proc strings.Builder
 	proc.WriteString("package runtime\n")
@@ -54,14 +68,31 @@ func TestPatchRuntime(t *testing.T) {
 	for _, c := range []struct{ debug, deferExits bool }{{false, false}, {true, false}, {false, true}} {
 		debug := c.debug
 		dir := t.TempDir()
-		files, err := PatchRuntime([]string{other, r2, panicGo, stackGo}, dir, debug, c.deferExits)
+		files, err := PatchRuntime([]string{other, r2, panicGo, stackGo, mallocGo, genGo}, dir, debug, c.deferExits)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(files) != 6 || files[0] != filepath.Join(dir, "proc.go") || files[1] != filepath.Join(dir, "runtime2.go") || files[2] != filepath.Join(dir, "panic.go") ||
-			files[3] != filepath.Join(dir, "stack.go") ||
-			files[4] != filepath.Join(dir, inject.RuntimeFileName) || files[5] != filepath.Join(dir, inject.RuntimeConstFileName) {
+		if len(files) != 8 || files[0] != filepath.Join(dir, "proc.go") || files[1] != filepath.Join(dir, "runtime2.go") || files[2] != filepath.Join(dir, "panic.go") ||
+			files[3] != filepath.Join(dir, "stack.go") || files[4] != filepath.Join(dir, "malloc.go") || files[5] != filepath.Join(dir, "malloc_generated.go") ||
+			files[6] != filepath.Join(dir, inject.RuntimeFileName) || files[7] != filepath.Join(dir, inject.RuntimeConstFileName) {
 			t.Fatalf("debug=%v: files %q", debug, files)
+		}
+		// Allocations are counted once: mallocgc leaves what it hands to
+		// a size class's allocator to that allocator, whose slow path
+		// counts nothing.
+		mg, err := os.ReadFile(files[4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(mg), "{if gp := getg(); gp.matrixBeat != nil && !(sizeSpecializedMallocEnabled && heapBitsInSpan(size)) { matrixAlloc(gp, size) }; ") {
+			t.Errorf("malloc.go =\n%s", mg)
+		}
+		gg, err := os.ReadFile(files[5])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(string(gg), "matrixAlloc(") != 1 || !strings.Contains(string(gg), "func mallocgcSmallNoScanSC2(size uintptr, typ *_type, needzero bool) unsafe.Pointer {if gp := getg(); gp.matrixBeat != nil { matrixAlloc(gp, size) }; ") {
+			t.Errorf("malloc_generated.go =\n%s", gg)
 		}
 		// deferreturn's fast path, on its brace's line, with deferred
 		// exits only; the rest of the line keeps its column.
@@ -118,7 +149,7 @@ func TestPatchRuntime(t *testing.T) {
 		if !strings.Contains(string(sg), "func gostartcallfn(gobuf *gobuf, fv *funcval) {if gp := getg().m.curg; gp != nil && gp.matrixBeat != nil { matrixSpawn(gp, gobuf.g.ptr(), fv.fn) }; ") {
 			t.Errorf("stack.go =\n%s", sg)
 		}
-		hooks, err := os.ReadFile(files[4])
+		hooks, err := os.ReadFile(files[6])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +163,7 @@ func TestPatchRuntime(t *testing.T) {
 	if err := os.WriteFile(changed, []byte("package runtime\n\nfunc gopark(x int) {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PatchRuntime([]string{changed, r2, panicGo, stackGo}, t.TempDir(), false, false); err == nil || !strings.Contains(err.Error(), "gopark has the parameters [x] in this Go release") {
+	if _, err := PatchRuntime([]string{changed, r2, panicGo, stackGo, mallocGo}, t.TempDir(), false, false); err == nil || !strings.Contains(err.Error(), "gopark has the parameters [x] in this Go release") {
 		t.Errorf("gopark with another signature: err = %v", err)
 	}
 	for _, fs := range [][]string{{other, panicGo}, {other, r2}, {r2, panicGo}} {

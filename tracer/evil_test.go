@@ -73,12 +73,17 @@ func TestEvilIssueContent(t *testing.T) {
 		"id":         is.ID,
 		"frames":     c["frames"],
 		"goVersion":  runtime.Version(),
+		"parts":      c["parts"],
 	}
 	if h := hostName(); h != "" {
 		want["hostName"] = h
 	}
+	// Without samples or waits, the calls' own time is unexplained.
+	if p, ok := c["parts"].(PartsFields); !ok || p != (PartsFields{Unexplained: 125}) {
+		t.Errorf("parts %#v, want all 125 ms unexplained", c["parts"])
+	}
 	for k, v := range want {
-		if k == "frames" {
+		if k == "frames" || k == "parts" {
 			continue
 		}
 		if c[k] != v {
