@@ -1131,18 +1131,7 @@ func matrixPark(reason waitReason) {
 	}
 	var pcs [matrixExtMaxPCs + 8]uintptr
 	n := callers(2, pcs[:]) // gopark's caller and up
-	i := 0
-	for i < n {
-		f := findfunc(pcs[i] - 1)
-		if !f.valid() {
-			break
-		}
-		name := funcname(f)
-		if len(name) < 8 || name[:8] != "runtime." {
-			break
-		}
-		i++
-	}
+	i := matrixRuntimeFrames(pcs[:n])
 	k := min(n-i, matrixExtMaxPCs)
 	matrixExtStart(r, matrixNow(), matrixExtWait, uint8(reason), k)
 	for _, pc := range pcs[i : i+k] {
@@ -1941,9 +1930,16 @@ func matrixAllocSample(r *matrixRing, weight uint64) {
 	}
 	var pcs [matrixSampleMaxPCs + 8]uintptr
 	n := callers(1, pcs[:])
-	k := 0
-	for k < n {
-		f := findfunc(pcs[k] - 1)
+	matrixSampleInto(i, r, matrixSampleAlloc, weight, pcs[matrixRuntimeFrames(pcs[:n]):n])
+}
+
+// matrixRuntimeFrames returns how many of the return program counters pcs
+// (innermost first) are the runtime's own frames, before the first that
+// is not (or that no function holds).
+func matrixRuntimeFrames(pcs []uintptr) int {
+	i := 0
+	for i < len(pcs) {
+		f := findfunc(pcs[i] - 1)
 		if !f.valid() {
 			break
 		}
@@ -1951,9 +1947,9 @@ func matrixAllocSample(r *matrixRing, weight uint64) {
 		if len(name) < 8 || name[:8] != "runtime." {
 			break
 		}
-		k++
+		i++
 	}
-	matrixSampleInto(i, r, matrixSampleAlloc, weight, pcs[k:n])
+	return i
 }
 
 // matrixSTW keeps the latest stops of the world while beat records: when
