@@ -52,7 +52,7 @@ func TestExactUnderStarvation(t *testing.T) {
 
 	reportFile := filepath.Join(dir, "report.jsonl")
 	run := exec.CommandContext(ctx, "nice", "-n", "19", bin)
-	run.Env = append(os.Environ(), "MATRIX_REPORT="+reportFile, "MATRIX_EVIL_THRESHOLD_MS=1")
+	run.Env = append(os.Environ(), "MATRIX_REPORT="+reportFile, "MATRIX_EVIL_THRESHOLD_MS=1", "MATRIX_EVIL_SCENE_REPORTS_PER_MIN=1000000")
 	var stdout bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, os.Stderr
 	if err := run.Run(); err != nil {
