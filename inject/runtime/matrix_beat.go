@@ -1725,10 +1725,7 @@ func matrixProfTick(ns int64) {
 		if r == nil || r == matrixStartup {
 			continue
 		}
-		root := r
-		if r.root != nil {
-			root = (*matrixRing)(r.root)
-		}
+		root := matrixRootOf(r)
 		if atomic.Load(&root.state) != matrixRingRunning || now < atomic.Load64(&root.begin)+matrixProf.floor {
 			continue
 		}
@@ -1741,6 +1738,17 @@ func matrixProfTick(ns int64) {
 		preemptM(mp)
 	}
 	unlock(&allpLock)
+}
+
+// matrixRootOf returns the ring of the dispatch that ring r records for:
+// r itself, or the root of a child ring.
+//
+//go:nosplit
+func matrixRootOf(r *matrixRing) *matrixRing {
+	if r.root != nil {
+		return (*matrixRing)(r.root)
+	}
+	return r
 }
 
 // matrixProfFind returns the slot of the dispatch ring root, -1 if it has
@@ -1839,11 +1847,7 @@ func matrixSigSample(pc, sp, lr uintptr, gp *g) {
 	if r == nil || r == matrixStartup {
 		return
 	}
-	root := r
-	if r.root != nil {
-		root = (*matrixRing)(r.root)
-	}
-	i := matrixProfFind(uintptr(unsafe.Pointer(root)))
+	i := matrixProfFind(uintptr(unsafe.Pointer(matrixRootOf(r))))
 	if i < 0 {
 		return
 	}
@@ -1920,11 +1924,7 @@ func matrixAlloc(gp *g, size uintptr) {
 //
 //go:noinline
 func matrixAllocSample(r *matrixRing, weight uint64) {
-	root := r
-	if r.root != nil {
-		root = (*matrixRing)(r.root)
-	}
-	i := matrixProfFind(uintptr(unsafe.Pointer(root)))
+	i := matrixProfFind(uintptr(unsafe.Pointer(matrixRootOf(r))))
 	if i < 0 {
 		return
 	}
