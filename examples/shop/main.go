@@ -132,7 +132,7 @@ func (s *orderService) checkout(ctx context.Context, id string) (*order, error) 
 // library, which has no hooks.
 func sign(o *order) string {
 	sum := sha256.Sum256([]byte(fmt.Sprint(o.ID, o.Items, o.Total)))
-	for range 250000 {
+	for range 60000 {
 		sum = sha256.Sum256(sum[:])
 	}
 	return hex.EncodeToString(sum[:8])
