@@ -557,17 +557,16 @@ func Current() *Dispatch {
 	return nil
 }
 
-// Running calls f for every dispatch in progress, oldest first, with the
-// registry locked: f must be quick and must not begin or end dispatches.
+// Running calls f for every dispatch in progress when it looked, oldest
+// first. f runs with no lock of the recorder held: it may take its time,
+// and dispatches begin and end meanwhile (one may have ended by the time f
+// sees it; its records are then gone, and Records returns none).
 //
 // Dispatches that were abandoned are finished first, and never passed to f.
 func Running(f func(d *Dispatch)) {
 	reap()
-	lockRunning()
-	defer unlockRunning()
-	for _, d := range allRunning() {
+	for _, d := range snapshotRunning() {
 		if atomic.LoadUint32(&d.ring.State) == abi.RingRunning {
-			d.keep() // before f can keep it, under the lock End takes
 			f(d)
 		}
 	}

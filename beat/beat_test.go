@@ -772,6 +772,52 @@ func TestDispatchStart(t *testing.T) {
 	}
 }
 
+// TestRunningHoldsNoLock: while Running's f looks at a dispatch (a tracer
+// copying records, or descheduled on a loaded machine), dispatches begin and
+// end on every P: f holds none of the recorder's locks.
+func TestRunningHoldsNoLock(t *testing.T) {
+	requireLinked(t)
+	capture(t, Config{})
+	release := make(chan struct{})
+	begun := make(chan struct{})
+	go func() {
+		d := Begin(KindCustom, "held")
+		close(begun)
+		<-release
+		d.End()
+	}()
+	<-begun
+	defer close(release)
+	var calls int
+	Running(func(*Dispatch) {
+		calls++
+		if calls > 1 {
+			return
+		}
+		// Begin and end dispatches on as many goroutines as there are
+		// Ps, so that every shard is written; a Begin or End that waited
+		// for f to return would never finish.
+		var wg sync.WaitGroup
+		for range 4 * runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				Begin(KindCustom, "meanwhile").End()
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Errorf("dispatches did not begin and end while Running's f ran")
+		}
+	})
+	if calls == 0 {
+		t.Fatal("Running did not list the running dispatch")
+	}
+}
+
 // TestRunningOldestFirst: dispatches begun on many goroutines, and so on
 // several Ps (the running dispatches are kept per P), are each listed once,
 // oldest first, and counted.

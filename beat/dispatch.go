@@ -535,13 +535,11 @@ func reap() {
 	if n := rtAbandoned(); n != reapedAbandoned.Load() {
 		reapedAbandoned.Store(n)
 		var gone []*Dispatch
-		lockRunning()
-		for _, d := range allRunning() {
+		for _, d := range snapshotRunning() {
 			if atomic.LoadUint32(&d.ring.State) == abi.RingAbandoned {
 				gone = append(gone, d)
 			}
 		}
-		unlockRunning()
 		for _, d := range gone {
 			abandoned.Add(1)
 			d.endAt(rtNanotime())
@@ -1087,28 +1085,31 @@ const runShardN = 64
 // a P added later shares a shard with another.
 var shardMask = uint32(min(pow2(runtime.GOMAXPROCS(0)), runShardN) - 1)
 
-// lockRunning locks every shard of runShards, in order: then no dispatch
-// begins or finishes until unlockRunning.
-func lockRunning() {
-	for i := range shardMask + 1 {
-		runShards[i].mu.Lock()
-	}
-}
-
-func unlockRunning() {
-	for i := range shardMask + 1 {
-		runShards[i].mu.Unlock()
-	}
-}
-
-// allRunning returns the dispatches of every shard, oldest first (by the
-// monotonic clock at their start, then by ID). Call it with the shards
-// locked (lockRunning).
-func allRunning() []*Dispatch {
+// snapshotRunning returns the running dispatches, oldest first, each kept
+// (see keep) so that none is recycled while the caller looks at it. It
+// holds one shard's lock at a time, and allocates with none held: a
+// server's Ps begin and end dispatches on the other shards meanwhile, and
+// a holder preempted or assisting the collector does not stall them all.
+func snapshotRunning() []*Dispatch {
 	var all []*Dispatch
 	for i := range shardMask + 1 {
-		for d := runShards[i].list.head; d != nil; d = d.next {
-			all = append(all, d)
+		sh := &runShards[i]
+		for {
+			sh.mu.Lock()
+			n := sh.list.n
+			if len(all)+n > cap(all) {
+				sh.mu.Unlock()
+				all = slices.Grow(all, n+n/2+8)
+				continue
+			}
+			for d := sh.list.head; d != nil; d = d.next {
+				// Under the lock finish takes: a dispatch listed here
+				// is kept before its End can recycle it.
+				d.keep()
+				all = append(all, d)
+			}
+			sh.mu.Unlock()
+			break
 		}
 	}
 	slices.SortFunc(all, func(a, b *Dispatch) int {

@@ -276,8 +276,13 @@ func TestConcurrentSlowRequestsRace(t *testing.T) {
 		t.Skip("builds with -race and runs a service; skipped in -short mode")
 	}
 	bin := buildShop(t, t.TempDir(), "-race")
-	// Every one of the 50 is reported: no bound per scene and minute.
-	s := startShop(t, bin, "SHOP_DB_DELAY=750ms", "SHOP_PRICING_DELAY=10ms", "GORACE=halt_on_error=1", "MATRIX_EVIL_SCENE_REPORTS_PER_MIN=1000000")
+	// Every one of the 50 is reported: no bound per scene and minute. On a
+	// loaded machine 50 signatures computed at once under -race keep a
+	// request running past the 2 s lag threshold, which adds a lag report
+	// beside its slow-request report; this test is about the slow-request
+	// reports, so the lag threshold is out of reach.
+	s := startShop(t, bin, "SHOP_DB_DELAY=750ms", "SHOP_PRICING_DELAY=10ms", "GORACE=halt_on_error=1",
+		"MATRIX_EVIL_SCENE_REPORTS_PER_MIN=1000000", "MATRIX_LAG_MS=600000", "MATRIX_ANR_MS=1200000")
 	var wg sync.WaitGroup
 	for i := 0; i < 50; i++ {
 		wg.Add(1)
@@ -288,13 +293,31 @@ func TestConcurrentSlowRequestsRace(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	reps := s.waitReports(t, "Trace_EvilMethod", 50)
+	// On a loaded machine a /health can be slow for its route too, waiting
+	// for a CPU: that is reported, but never a wait of the recorder's own.
+	var all, reps []report
+	for want := 50; len(reps) < 50 && len(all) < want; want = len(all) + 50 - len(reps) {
+		all, reps = s.waitReports(t, "Trace_EvilMethod", want), nil
+		for _, r := range all {
+			if r.Scene == "GET /orders/{id}" {
+				reps = append(reps, r)
+			}
+		}
+	}
+	for _, r := range all {
+		if strings.Contains(r.StackKey, "matrixgo/matrix/beat.") {
+			t.Errorf("%s %s %d ms waits in the recorder: key %s", r.Detail, r.Scene, r.Cost, r.StackKey)
+		}
+	}
 	if len(reps) != 50 {
-		t.Fatalf("got %d reports, want 50", len(reps))
+		for _, r := range all {
+			t.Logf("%s %s %d ms, key %s", r.Detail, r.Scene, r.Cost, r.StackKey)
+		}
+		t.Fatalf("got %d reports of GET /orders/{id}, want 50", len(reps))
 	}
 	for _, r := range reps {
-		if r.Scene != "GET /orders/{id}" {
-			t.Errorf("report for scene %q", r.Scene)
+		if r.Detail != "NORMAL" {
+			t.Errorf("report %s, want NORMAL", r.Detail)
 		}
 		if _, ok := frameByFunc(r, "(*dbClient).query"); !ok {
 			t.Errorf("report without the query frame (note %q):\n%s", r.Note, r.Stack)

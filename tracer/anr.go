@@ -165,15 +165,15 @@ type ANRStats struct {
 // older than the kept history, 1024 ticks, from the oldest tick kept).
 //
 // Costs: a tick reads three runtime/metrics counters and walks the running
-// dispatches with the recorder's registry locked, comparing their start
-// time. Only when it reports does it do more: the stack dump
+// dispatches (beat.Running, which holds no lock while the tick looks),
+// comparing their start time. Only when it reports does it do more: the stack dump
 // (runtime.Stack of all goroutines, which stops the world for the time it
 // takes to format them; at most one per second: a dispatch that began
 // before the last dump, taken less than a second ago, is shown by that
 // dump, one that began after it waits for the next or, if it is reported
 // before then, has no threadStack and a note saying why), and for an ANR the copy of the
-// dispatch's records (under the registry lock: beat gives a consistent
-// prefix of a running dispatch's records) and the analysis, on the
+// dispatch's records (beat gives a consistent prefix of a running
+// dispatch's records) and the analysis, on the
 // watchdog goroutine. Issues go through the Reporter, which never blocks.
 type ANRTracer struct {
 	lag, anr  atomic.Int64 // ns, set in code
@@ -350,8 +350,7 @@ type watchdog struct {
 	completed uint64
 }
 
-// stuck is what a tick copied of one dispatch to report, under the
-// registry lock.
+// stuck is what a tick copied of one dispatch to report.
 type stuck struct {
 	lag, anr    bool // report LAG, ANR
 	droppedANR  bool // ANR due but dropped: the tick was late
@@ -411,7 +410,7 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 	due := min(lag, anr)
 	running := uint64(0)
 	w.cands = w.cands[:0]
-	// The registry is locked during the walk: copy, decide, nothing more.
+	// Copy and decide during the walk; report after it.
 	beat.Running(func(d *beat.Dispatch) {
 		running++
 		age := now.Sub(d.Start())
