@@ -74,6 +74,11 @@ var runtimeHooks = []stdHook{
 	{file: "panic.go", name: "recovery", check: params("gp"), stmt: func(p []string) string {
 		return "if " + p[0] + ".matrixBeat != nil { matrixRecovery(" + p[0] + ") }; "
 	}},
+	// runtime.Goexit unwinds every call of the goroutine, running only
+	// its deferred calls: the rings note when (matrixGoexitCall).
+	{file: "panic.go", name: "Goexit", check: noParams, stmt: func([]string) string {
+		return "if gp := getg(); gp.matrixBeat != nil { matrixGoexitCall(gp) }; "
+	}},
 	// A recording goroutine that is about to block opens a wait, with the
 	// reason and the program counters where it blocked (matrixPark).
 	{file: "proc.go", name: "gopark", check: params("unlockf", "lock", "reason", "traceReason", "traceskip"), stmt: func(p []string) string {

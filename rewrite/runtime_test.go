@@ -19,7 +19,7 @@ func TestPatchRuntime(t *testing.T) {
 	r2 := filepath.Join(src, "runtime2.go")
 	other := filepath.Join(src, "proc.go")
 	panicGo := filepath.Join(src, "panic.go")
-	if err := os.WriteFile(panicGo, []byte("package runtime\n\nfunc deferreturn() {\n\tx()\n}\n\nfunc recovery(gp *g) {}\n"), 0o644); err != nil {
+	if err := os.WriteFile(panicGo, []byte("package runtime\n\nfunc deferreturn() {\n\tx()\n}\n\nfunc recovery(gp *g) {}\n\nfunc Goexit() {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stackGo := filepath.Join(src, "stack.go")
@@ -105,7 +105,8 @@ func TestPatchRuntime(t *testing.T) {
 			deferreturn = "func deferreturn() {" + deferFastPath + "/*line " + panicGo + ":3:21*/\n"
 		}
 		wantPanic := "//line " + panicGo + ":1:1\npackage runtime\n\n" + deferreturn + "\tx()\n}\n\n" +
-			"func recovery(gp *g) {if gp.matrixBeat != nil { matrixRecovery(gp) }; /*line " + panicGo + ":7:23*/}\n"
+			"func recovery(gp *g) {if gp.matrixBeat != nil { matrixRecovery(gp) }; /*line " + panicGo + ":7:23*/}\n\n" +
+			"func Goexit() {if gp := getg(); gp.matrixBeat != nil { matrixGoexitCall(gp) }; /*line " + panicGo + ":9:16*/}\n"
 		if string(pg) != wantPanic {
 			t.Errorf("deferExits=%v: panic.go =\n%s\nwant\n%s", c.deferExits, pg, wantPanic)
 		}

@@ -733,8 +733,8 @@ func matrixRecovery(gp *g) {
 // matrixRecovered notes a recovery in the ring of the recording goroutine
 // gp (abi.ExtRecover): its exact time, and the program counters of the
 // frame that recovers (its function's) and of its callers, so that a
-// reader can close the calls the panic unwound at the recovery rather than
-// at their caller's exit. matrixRecovery calls it, on the system stack.
+// reader can close the calls the panic unwound at the recovery.
+// matrixRecovery calls it, on the system stack.
 func matrixRecovered(gp *g) {
 	p := gp._panic
 	r := (*matrixRing)(gp.matrixBeat)
@@ -757,6 +757,32 @@ func matrixRecovered(gp *g) {
 		matrixPut(r, uint64(pc))
 	}
 	matrixExtEnd(r, now)
+}
+
+// matrixGoexitCall runs at the top of runtime.Goexit on a goroutine that
+// records: every call open on it is about to be unwound with only its
+// deferred calls run, so each running ring of its slot (a dispatch nested
+// in another on the goroutine has one each) notes the time
+// (abi.ExtRecoverGoexit), at which a reader closes them.
+func matrixGoexitCall(gp *g) {
+	if gp.matrixState != matrixStNone {
+		return
+	}
+	now := matrixNow()
+	for p := gp.matrixBeat; p != nil; {
+		r := (*matrixRing)(p)
+		if r == matrixStartup {
+			return
+		}
+		if atomic.Load(&r.state) == matrixRingRunning {
+			matrixExtStart(r, now, matrixExtRecover, matrixExtRecoverGoexit, 0)
+			matrixExtEnd(r, now)
+		}
+		if r.root != nil {
+			return // a started goroutine's ring: its outer is no ring of the slot
+		}
+		p = r.outer
+	}
 }
 
 // matrixFrame describes the frame skip frames above its caller: its depth

@@ -91,6 +91,13 @@ const (
 	// calls still open above the innermost instrumented function among
 	// them: they ended at the recovery.
 	ExtRecover = 5
+	// ExtRecoverGoexit is the reason of an ExtRecover point that the
+	// runtime writes when the goroutine calls runtime.Goexit (testing's
+	// FailNow and SkipNow call it): no frame recovers, only deferred calls
+	// run, and every call still open on the goroutine's ring, above the
+	// dispatch or the started goroutine it records for, ends then. Its
+	// payload is empty.
+	ExtRecoverGoexit = 1
 	// ExtBound is a boundary: the goroutine called out of the program,
 	// into a database (database/sql) or another service (an HTTP or
 	// gRPC client call, a message it published). The start record is written when the call
@@ -512,6 +519,7 @@ const (
 	matrixExtGo          = %d
 	matrixExtGoWords     = %d
 	matrixExtRecover     = %d
+	matrixExtRecoverGoexit = %d
 	matrixExtBound       = %d
 	matrixExtBoundWords  = %d
 	matrixExtWake        = %d
@@ -537,6 +545,6 @@ const (
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
 		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset, RingAllocOffset, RingAllocsOffset,
 		RingSize, NameTableNextOffset, NameTableDataOffset, NameTableSize, RingRunning, RingEnded, RingAbandoned,
-		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtBound, ExtBoundWords, ExtWake, ExtWakePCs, ExtGoHandoff, ExtKindShift, ExtReasonShift, ExtMaxPCs,
+		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtRecoverGoexit, ExtBound, ExtBoundWords, ExtWake, ExtWakePCs, ExtGoHandoff, ExtKindShift, ExtReasonShift, ExtMaxPCs,
 		ExtSample, SamplePeriodMs, SampleSlots, SampleSlotSamples, SampleMaxPCs, SampleHeaderWords, SampleWords, SampleCPU, SampleAlloc, SampleAllocShift)
 }

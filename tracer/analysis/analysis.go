@@ -9,7 +9,9 @@
 // where Matrix is wrong; every such place carries a "Matrix:" comment. In
 // short: a cost of exactly 5000 ms is merged like any other cost; tree
 // building never drops or misplaces a node, whatever the depths; enters
-// left without an exit by a panic are closed at their caller's exit; an exit
+// left without an exit by a panic or runtime.Goexit are closed when the
+// runtime's record of it says (those with no such record vanish as in
+// Matrix); an exit
 // whose enter lies below a Dispatch enter, or does not exist at all, is
 // dropped with the stack left intact; nested dispatches and leftovers of
 // earlier dispatches never produce negative depths nor fold into the wrong
@@ -82,6 +84,11 @@ type open struct {
 	seq   int // index of the enter among all enters processed
 	time  uint64
 	ext   *Interval // the interval of an extended start record, nil for a call
+
+	// unwound says that a recovery that could not be placed (see
+	// recoverer) happened while the call was open: a panic may have
+	// unwound it.
+	unwound bool
 
 	prevD    int // stack position of the next Dispatch enter below, -1 for none
 	prevSame int // indexed stacks only: position of the next enter of the same id below, -1 for none
@@ -197,10 +204,14 @@ type done struct {
 // parent, whatever is still open below it; any other enter has depth
 // parent+1 (0 on an empty stack). An exit is matched with the nearest open
 // enter of the same id above the nearest open Dispatch enter (an exit of
-// Dispatch matches that Dispatch enter): enters above the match lost their
-// exit (a panic unwound them: instrumented functions record their exit at
-// their returns) and are completed at the match's exit, innermost first; an
-// exit with no such match is dropped
+// Dispatch matches that Dispatch enter): calls above the match lost their
+// exit and, as in Matrix, make no item when the match is a call or a
+// Dispatch; intervals above it, calls a recovery record that could not be
+// placed may have unwound, and the calls open where an interval's end
+// record cuts it, are completed at the match's exit, innermost first. (Instrumented functions
+// record their exit at their returns: a panic or runtime.Goexit unwinds
+// calls without one, and the runtime's recovery record, see Ext, closes
+// them exactly.) An exit with no such match is dropped
 // and the stack is left unchanged. An exit earlier than its enter (negative
 // duration) aborts the analysis: Items returns nil. At the end, Strict mode
 // closes every method still open at end = max(endMs, the latest timestamp
@@ -372,7 +383,13 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 				continue
 			}
 			maxTime = max(maxTime, r.Time())
-			if k := recoverer(&stack, ext, funcOf); k >= 0 {
+			k := -1
+			if ext.Reason&ExtRecoverGoexit != 0 {
+				k = stack.goexitBase()
+			} else {
+				k = recoverer(&stack, ext, funcOf)
+			}
+			if k >= 0 {
 				// The calls above the frame that recovered were unwound:
 				// they ended at the recovery (no earlier than anything
 				// recorded before it), innermost first.
@@ -381,6 +398,8 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 					complete(lost, int64(min(maxTime-min(lost.time, maxTime), math.MaxInt64)))
 				}
 				stack.truncate(k + 1)
+			} else {
+				stack.markUnwound()
 			}
 			continue
 		}
@@ -417,13 +436,20 @@ func itemsTimed(recs []Record, mode Mode, endMs uint64, funcOf FuncOf) ([]Item, 
 		if t < o.time {
 			return nil, nil, nil, nil, 0
 		}
-		// Matrix: the enters above the match lost their exit and were
-		// dropped. Here they are the frames a panic (or a lost record)
-		// left without an exit: they ended no later than their caller,
-		// so they are closed at its exit, innermost first, and keep their
-		// cost in the tree.
+		// The enters above the match lost their exit. As in Matrix, a
+		// call with no recovery record to place its end vanishes at the
+		// exit of a call or dispatch (its completed children go to the
+		// nearest ancestor, step 3). A call a recovery that could not be
+		// placed may have unwound, an interval, and the calls still open
+		// where an interval's records are cut (a started goroutine still
+		// running when they were copied, or one that outlived its
+		// boundary) ended no later than what closes them: they are closed
+		// then, innermost first, and keep their cost in the tree.
 		for j := len(stack.s) - 1; j > k; j-- {
 			lost := stack.s[j]
+			if lost.ext == nil && !lost.unwound && o.ext == nil {
+				continue
+			}
 			d := int64(0)
 			if t > lost.time {
 				d = int64(min(t-lost.time, math.MaxInt64))
@@ -517,6 +543,29 @@ func sampledIn(st *openStack, x *Interval, funcOf FuncOf) (int, []uint64) {
 // recoverScan bounds how many open enters a recovery record looks through
 // for the frame that recovered, so that garbage input stays linear.
 const recoverScan = 1024
+
+// goexitBase returns the position in the stack of what a goroutine that
+// called runtime.Goexit records for (abi.ExtRecoverGoexit): the innermost
+// started goroutine's interval, or else the topmost Dispatch enter; every
+// call above it was unwound. It returns -1 for neither.
+func (st *openStack) goexitBase() int {
+	lo := max(st.dTop, len(st.s)-recoverScan, 0)
+	for j := len(st.s) - 1; j >= lo; j-- {
+		if x := st.s[j].ext; x != nil && x.Kind == ExtGo {
+			return j
+		}
+	}
+	return st.dTop
+}
+
+// markUnwound marks the calls open above the topmost Dispatch enter (the
+// recoverScan topmost at most) as possibly unwound by a recovery that
+// could not be placed.
+func (st *openStack) markUnwound() {
+	for j := len(st.s) - 1; j > st.dTop && j >= len(st.s)-recoverScan; j-- {
+		st.s[j].unwound = true
+	}
+}
 
 // recoverer returns the position in the stack of the call that recovered
 // the panic of the recovery record x: the topmost open call, above the

@@ -174,13 +174,19 @@ func TestItemsEdgeCases(t *testing.T) {
 		cost:    10,
 		key:     "1|",
 	}, {
-		name:    "lost exit is closed at its caller's exit",
+		name:    "lost exit vanishes, as in Matrix",
 		records: "i(D@0) i(1@0) i(2@5) i(3@6) o(3@8) o(1@20) o(D@20)",
-		// 2 never exits (a panic unwound it): o(1) closes it at 20 with
-		// its child 3. Matrix dropped it.
-		want: []string{"0,D,1,20", "1,1,1,20", "2,2,1,15", "3,3,1,2"},
+		// 2 never exits, and no recovery record says when it ended:
+		// o(1) pops it and it makes no item; its child 3 stays, under 1.
+		want: []string{"0,D,1,20", "1,1,1,20", "2,3,1,2"},
 		cost: 20,
-		key:  "2|",
+		key:  "1|",
+	}, {
+		name:    "lost exits above a dispatch exit vanish",
+		records: "i(D@0) i(1@0) i(2@5) i(3@6) o(3@8) o(D@20)",
+		want:    []string{"0,D,1,20", "1,3,1,2"},
+		cost:    20,
+		key:     "1048574|",
 	}, {
 		name:    "lost dispatch exit",
 		records: "i(D@0) i(1@0) i(2@0) o(2@10) i(D@20) i(3@20) o(3@30) o(D@30)",
@@ -766,23 +772,24 @@ func TestAnalyzeStartsAfterTrim(t *testing.T) {
 
 // TestPanicUnwoundFrames: functions record their exit at their returns, so
 // a panic raised in 3 and recovered by 1 (a frame with a deferred exit, two
-// frames above) leaves 2 and 3 without exits. They are closed at 1's exit:
-// every frame keeps its cost, none is negative, none leaks into the calls
-// that follow (4 is 1's sibling, not 3's child), and the dispatch's later
-// calls are unaffected.
+// frames above) leaves 2 and 3 without exits. With no recovery record to
+// say when they ended (a lost record), they vanish at the exit that pops
+// them, as in Matrix: what they completed stays, under their nearest
+// ancestor, no cost is negative, nothing leaks into the calls that follow
+// (4 is 1's sibling), and the dispatch's later calls are unaffected.
 func TestPanicUnwoundFrames(t *testing.T) {
 	runCases(t, []analyzeCase{{
 		name:    "recovered two frames up",
 		records: "i(D@0) i(1@0) i(2@10) i(5@10) o(5@20) i(3@20) o(1@300) i(4@300) o(4@310) o(D@320)",
-		want:    []string{"0,D,1,320", "1,1,1,300", "2,2,1,290", "3,5,1,10", "3,3,1,280", "1,4,1,10"},
+		want:    []string{"0,D,1,320", "1,1,1,300", "2,5,1,10", "1,4,1,10"},
 		cost:    320,
-		key:     "3|",
+		key:     "1|",
 	}, {
 		name:    "recovered by the dispatch",
 		records: "i(D@0) i(1@0) i(2@5) i(3@6) o(D@50) i(D@60) i(4@60) o(4@70) o(D@70)",
-		want:    []string{"0,D,1,50", "1,1,1,50", "2,2,1,45", "3,3,1,44", "0,D,1,10", "1,4,1,10"},
+		want:    []string{"0,D,1,50", "0,D,1,10", "1,4,1,10"},
 		cost:    50,
-		key:     "3|",
+		key:     "1048574|",
 	}})
 }
 

@@ -29,6 +29,10 @@ const (
 	// of the frame that recovered and its callers; with a FuncOf to name
 	// them, the calls the panic unwound end at its time (see AnalyzeFuncs).
 	ExtRecover = abi.ExtRecover
+	// ExtRecoverGoexit is the reason of an ExtRecover point written by a
+	// call of runtime.Goexit: every call open above the dispatch or the
+	// started goroutine ended then.
+	ExtRecoverGoexit = abi.ExtRecoverGoexit
 	// ExtBound is a boundary: a call out of the program (a database
 	// statement, an HTTP or gRPC client call). Its item's children are
 	// the calls and waits inside it; its Reason is the boundary's kind

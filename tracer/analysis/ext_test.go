@@ -323,8 +323,9 @@ o D 210
 	if res.Key != "7|wait:3|" {
 		t.Errorf("key %q, want the recovering function's sleep", res.Key)
 	}
-	// Without the program's functions the record is skipped: the unwound
-	// calls end at their caller's exit, and hold the sleep.
+	// Without the program's functions the record cannot be placed: the
+	// calls it may have unwound end at their caller's exit, and hold the
+	// sleep.
 	res = Analyze(rs, Strict, 0, 210)
 	want = []Item{{0, Dispatch, 1, 210}, {1, 7, 1, 210}, {2, 8, 1, 210}, {3, 9, 1, 210}, {4, Ext, 1, 200}}
 	if !reflect.DeepEqual(res.Items, want) {
@@ -334,6 +335,76 @@ o D 210
 	// changes nothing.
 	if res2 := AnalyzeFuncs(rs, Strict, 0, 210, func(uint64) uint32 { return 42 }); !reflect.DeepEqual(res2.Items, want) {
 		t.Fatalf("unknown recoverer: items %v, want %v", res2.Items, want)
+	}
+}
+
+func TestGoexitEndsOpenCalls(t *testing.T) {
+	// Function 7 calls 8, which calls runtime.Goexit at 30 ms (testing's
+	// FailNow): 7 and 8 record no exit; the deferred End of the dispatch
+	// runs at 35 ms.
+	rs := events(t, `
+i D 0
+i 7 0
+i 8 10
+i 9 10
+o 9 30
+`)
+	rs = append(rs, ExtStart(ExtRecover, ExtRecoverGoexit, 30)...)
+	rs = append(rs, ExtEnd(30))
+	rs = append(rs, events(t, `
+o D 35
+`)...)
+	res := Analyze(rs, Strict, 0, 35)
+	want := []Item{{0, Dispatch, 1, 35}, {1, 7, 1, 30}, {2, 8, 1, 20}, {3, 9, 1, 20}}
+	if !reflect.DeepEqual(res.Items, want) {
+		t.Fatalf("items %v, want %v", res.Items, want)
+	}
+	// In a goroutine the dispatch started, Goexit ends the calls of that
+	// goroutine only: its interval ends at its own end record.
+	rs = events(t, `
+i D 0
+i 7 0
+g 1 1 0x100
+i 8 5
+`)
+	rs = append(rs, ExtStart(ExtRecover, ExtRecoverGoexit, 25)...)
+	rs = append(rs, ExtEnd(25))
+	rs = append(rs, events(t, `
+e 26
+o 7 40
+o D 40
+`)...)
+	res = Analyze(rs, Strict, 0, 40)
+	want = []Item{{0, Dispatch, 1, 40}, {1, 7, 1, 40}, {2, Ext, 1, 25}, {3, 8, 1, 20}}
+	if !reflect.DeepEqual(res.Items, want) {
+		t.Fatalf("in a goroutine: items %v, want %v", res.Items, want)
+	}
+	// A goroutine's records cut while it ran (its interval's end record
+	// written by the reader) keep its open calls, closed at the cut.
+	rs = events(t, `
+i D 0
+i 7 0
+g 1 1 0x100
+i 8 5
+e 26
+o 7 40
+o D 40
+`)
+	if got := Analyze(rs, Strict, 0, 40).Items; !reflect.DeepEqual(got, []Item{{0, Dispatch, 1, 40}, {1, 7, 1, 40}, {2, Ext, 1, 25}, {3, 8, 1, 21}}) {
+		t.Fatalf("cut goroutine: items %v", got)
+	}
+	// Without the record, the calls vanish at the dispatch's exit, as in
+	// Matrix: 9 stays, under the dispatch.
+	rs = events(t, `
+i D 0
+i 7 0
+i 8 10
+i 9 10
+o 9 30
+o D 35
+`)
+	if got, want := Analyze(rs, Strict, 0, 35).Items, []Item{{0, Dispatch, 1, 35}, {1, 9, 1, 20}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("no record: items %v, want %v", got, want)
 	}
 }
 
