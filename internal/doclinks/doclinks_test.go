@@ -127,7 +127,7 @@ func moduleRoot(t *testing.T) string {
 
 // docFiles lists the documentation to check.
 func docFiles(root string) ([]string, error) {
-	files := []string{filepath.Join(root, "README.md"), filepath.Join(root, "BENCHMARKS.md")}
+	files := []string{filepath.Join(root, "README.md"), filepath.Join(root, "BENCHMARKS.md"), filepath.Join(root, "CONTRIBUTING.md")}
 	for _, f := range files {
 		if _, err := os.Stat(f); err != nil {
 			return nil, err
