@@ -205,6 +205,9 @@ func autoExports(cfg *Config, goTool, pgo string) (map[string]string, error) {
 			strings.Contains(msg, "not in GOROOT") || strings.Contains(msg, "go.mod file not found") {
 			return nil, errNoModule
 		}
+		if pkgPath := missingSumPackage(msg); pkgPath != "" {
+			return nil, &MissingSumError{Package: pkgPath, Module: moduleOf(goTool, pkgPath), Tracer: pkg}
+		}
 		return nil, fmt.Errorf("zero-code mode: building %s: %w\n%s", pkg, err, msg)
 	}
 	exports := map[string]string{}
@@ -350,6 +353,58 @@ func dirsStamp(dirs []string) string {
 }
 
 var errNoModule = errors.New(Hint)
+
+// MissingSumError is the error of a build whose module has the tracer in
+// its graph but not the go.sum entries of a module the tracer needs (the
+// OTLP sink's protobuf encoder, in a module that pinned only matrixexec).
+// It fails the build in every mode: a build that went on without the
+// tracer would be kept in the build cache, and the next build, after the
+// entries are added, would reuse it.
+type MissingSumError struct {
+	Package string // the package whose module has no go.sum entry
+	Module  string // its module, "" if it could not be told
+	Tracer  string // the tracer package zero-code mode builds
+}
+
+func (e *MissingSumError) Error() string {
+	fix := "add the go.sum entries of the module that provides it (go mod download MODULE)"
+	if e.Module != "" {
+		fix = "run \"go mod download " + e.Module + "\" in the module, and build again"
+	}
+	return "zero-code mode: the tracer (" + e.Tracer + ") needs " + e.Package + ", and the module's go.sum has no entry for its module: " + fix
+}
+
+// missingSumPackage returns the package a go command's message says has no
+// go.sum entry for its module, or "".
+func missingSumPackage(msg string) string {
+	const prefix = "missing go.sum entry for module providing package "
+	_, rest, ok := strings.Cut(msg, prefix)
+	if !ok {
+		return ""
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return ""
+	}
+	return strings.TrimSuffix(f[0], ";")
+}
+
+// moduleOf returns the module of the build's graph that provides package
+// path (the longest module path that is a prefix of it), or "". Listing the
+// graph needs only the modules' go.mod entries in go.sum.
+func moduleOf(goTool, path string) string {
+	out, err := nestedGo(goTool, []string{"list", "-m", "-f", "{{.Path}}", "all"}).Output()
+	if err != nil {
+		return ""
+	}
+	best := ""
+	for _, m := range strings.Fields(string(out)) {
+		if (path == m || strings.HasPrefix(path, m+"/")) && len(m) > len(best) {
+			best = m
+		}
+	}
+	return best
+}
 
 // MentionsSelf is a cheap first test of the module graph: the files that
 // declare the build's modules (see moduleFiles) name this module, or
@@ -586,7 +641,8 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 	if err == nil {
 		exports, err = autoExports(cfg, goTool, pgo)
 	}
-	if err != nil && cfg.Mode == Auto {
+	var missing *MissingSumError
+	if err != nil && cfg.Mode == Auto && !errors.As(err, &missing) {
 		// Best effort: never fail a build that works without it, but
 		// say so. The module asked for zero-code mode (it has this
 		// module in its graph), and a program that silently records

@@ -261,3 +261,17 @@ func TestGraphKeyIgnoresShellVariables(t *testing.T) {
 		t.Error("GOFLAGS did not change the key")
 	}
 }
+
+func TestMissingSumPackage(t *testing.T) {
+	msg := "/m/tracer/otlp/wire.go:6:2: missing go.sum entry for module providing package google.golang.org/protobuf/encoding/protowire (imported by github.com/matrixgo/matrix/tracer/otlp); to add:\n\tgo get github.com/matrixgo/matrix/tracer/otlp@v0.0.0"
+	if got := missingSumPackage(msg); got != "google.golang.org/protobuf/encoding/protowire" {
+		t.Errorf("missingSumPackage = %q", got)
+	}
+	if got := missingSumPackage("no required module provides package x"); got != "" {
+		t.Errorf("missingSumPackage of another error = %q", got)
+	}
+	e := &MissingSumError{Package: "p/q", Module: "p", Tracer: "t"}
+	if !strings.Contains(e.Error(), `run "go mod download p"`) {
+		t.Errorf("message %q does not say what to run", e.Error())
+	}
+}
