@@ -14,14 +14,15 @@ import (
 	"github.com/matrixgo/matrix/tracer/analysis"
 )
 
-// The recorder only works in a binary built with matrixexec. These tests
-// run both ways: plainly (go test ./...) they check the no-op contract, and
-// integration's linked.txtar runs them with -toolexec=matrixexec.
+// The recorder only works in a binary built with matrixexec. A plain go
+// test checks the no-op contract (TestPlainBuildIsNoOp) and TestMain runs
+// the rest in a binary built with -toolexec=matrixexec; integration's
+// linked.txtar runs them under -race too.
 
 func requireLinked(t testing.TB) {
 	t.Helper()
 	if !Linked() {
-		t.Skip("needs a binary built with -toolexec=matrixexec; integration/testdata/script/linked.txtar runs it so")
+		t.Skip("needs a binary built with -toolexec=matrixexec, which TestMain runs the tests in unless MATRIX_TEST_LINKED=off")
 	}
 }
 
@@ -902,7 +903,11 @@ func TestBufferMovesBetweenPs(t *testing.T) {
 					return
 				}
 				if int(i)%2 != w {
-					runtime.Gosched() // the other's turn
+					// The other's turn: spin, keeping this P, so that
+					// the other runs on the other P (a yield would
+					// hand this P to it).
+					for turn.Load() == i {
+					}
 					continue
 				}
 				d := Begin(KindCustom, fmt.Sprint("job", i))

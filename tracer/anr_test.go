@@ -16,7 +16,7 @@ import (
 )
 
 // Tests of the lag/ANR watchdog. The ones that need running dispatches
-// need the recorder and skip in a plain go test (linked.txtar runs them).
+// need the recorder: TestMain runs them in a linked binary.
 
 func TestGoroutineBlock(t *testing.T) {
 	dump := []byte("goroutine 7 [running]:\nmain.main()\n\t/src/main.go:5 +0x1\n\n" +

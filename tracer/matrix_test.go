@@ -9,7 +9,7 @@ import (
 	"github.com/matrixgo/matrix/beat"
 )
 
-const linkedSkip = "needs a binary built with -toolexec=matrixexec; integration/testdata/script/linked.txtar runs it so"
+const linkedSkip = "needs a binary built with -toolexec=matrixexec, which TestMain runs the tests in unless MATRIX_TEST_LINKED=off"
 
 func requireLinked(t testing.TB) {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 func requireLinked(t *testing.T) {
 	t.Helper()
 	if !beat.Linked() {
-		t.Skip("needs a binary built with -toolexec=matrixexec; integration/testdata/script/linked.txtar runs it so")
+		t.Skip("needs a binary built with -toolexec=matrixexec, which TestMain runs the tests in unless MATRIX_TEST_LINKED=off")
 	}
 }
 

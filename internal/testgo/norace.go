@@ -1,0 +1,5 @@
+//go:build !race
+
+package testgo
+
+const raceEnabled = false
