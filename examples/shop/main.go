@@ -8,7 +8,8 @@
 // GET /health is fast. GET /orders/{id} goes through a handler, a service,
 // a repository and a database client; the database query is slow, so every
 // request to it yields a Trace_EvilMethod report naming the query.
-// The delays are set by SHOP_DB_DELAY and SHOP_PRICING_DELAY (Go durations).
+// The delays are set by SHOP_DB_DELAY and SHOP_PRICING_DELAY (Go durations),
+// the rounds of the receipt's signature by SHOP_SIGN_ROUNDS.
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -132,7 +134,7 @@ func (s *orderService) checkout(ctx context.Context, id string) (*order, error) 
 // library, which has no hooks.
 func sign(o *order) string {
 	sum := sha256.Sum256([]byte(fmt.Sprint(o.ID, o.Items, o.Total)))
-	for range 60000 {
+	for range signRounds {
 		sum = sha256.Sum256(sum[:])
 	}
 	return hex.EncodeToString(sum[:8])
@@ -197,4 +199,20 @@ func roundCents(label string, v float64) float64 {
 		panic(fmt.Sprintf("no label for %v", v))
 	}
 	return float64(int(v*100+0.5)) / 100
+}
+
+// signRounds is how many times sign hashes (SHOP_SIGN_ROUNDS, default
+// 60,000: a few milliseconds on an idle machine).
+var signRounds = envInt("SHOP_SIGN_ROUNDS", 60000)
+
+func envInt(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		log.Fatalf("shop: %s: want a count, got %q", name, v)
+	}
+	return n
 }
