@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -339,72 +340,63 @@ o D 210
 }
 
 func TestGoexitEndsOpenCalls(t *testing.T) {
-	// Function 7 calls 8, which calls runtime.Goexit at 30 ms (testing's
-	// FailNow): 7 and 8 record no exit; the deferred End of the dispatch
-	// runs at 35 ms.
-	rs := events(t, `
-i D 0
-i 7 0
-i 8 10
-i 9 10
-o 9 30
-`)
-	rs = append(rs, ExtStart(ExtRecover, ExtRecoverGoexit, 30)...)
-	rs = append(rs, ExtEnd(30))
-	rs = append(rs, events(t, `
-o D 35
-`)...)
-	res := Analyze(rs, Strict, 0, 35)
-	want := []Item{{0, Dispatch, 1, 35}, {1, 7, 1, 30}, {2, 8, 1, 20}, {3, 9, 1, 20}}
-	if !reflect.DeepEqual(res.Items, want) {
-		t.Fatalf("items %v, want %v", res.Items, want)
+	// goexit MS stands for the recovery record runtime.Goexit writes.
+	records := func(text string) []Record {
+		var rs []Record
+		for _, part := range strings.Split(text, "goexit ") {
+			if rs != nil {
+				ms, rest, _ := strings.Cut(part, "\n")
+				n, err := strconv.ParseUint(ms, 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rs = append(rs, ExtStart(ExtRecover, ExtRecoverGoexit, n)...)
+				rs = append(rs, ExtEnd(n))
+				part = rest
+			}
+			rs = append(rs, events(t, part)...)
+		}
+		return rs
 	}
-	// In a goroutine the dispatch started, Goexit ends the calls of that
-	// goroutine only: its interval ends at its own end record.
-	rs = events(t, `
-i D 0
-i 7 0
-g 1 1 0x100
-i 8 5
-`)
-	rs = append(rs, ExtStart(ExtRecover, ExtRecoverGoexit, 25)...)
-	rs = append(rs, ExtEnd(25))
-	rs = append(rs, events(t, `
-e 26
-o 7 40
-o D 40
-`)...)
-	res = Analyze(rs, Strict, 0, 40)
-	want = []Item{{0, Dispatch, 1, 40}, {1, 7, 1, 40}, {2, Ext, 1, 25}, {3, 8, 1, 20}}
-	if !reflect.DeepEqual(res.Items, want) {
-		t.Fatalf("in a goroutine: items %v, want %v", res.Items, want)
-	}
-	// A goroutine's records cut while it ran (its interval's end record
-	// written by the reader) keep its open calls, closed at the cut.
-	rs = events(t, `
-i D 0
-i 7 0
-g 1 1 0x100
-i 8 5
-e 26
-o 7 40
-o D 40
-`)
-	if got := Analyze(rs, Strict, 0, 40).Items; !reflect.DeepEqual(got, []Item{{0, Dispatch, 1, 40}, {1, 7, 1, 40}, {2, Ext, 1, 25}, {3, 8, 1, 21}}) {
-		t.Fatalf("cut goroutine: items %v", got)
-	}
-	// Without the record, the calls vanish at the dispatch's exit, as in
-	// Matrix: 9 stays, under the dispatch.
-	rs = events(t, `
-i D 0
-i 7 0
-i 8 10
-i 9 10
-o 9 30
-o D 35
-`)
-	if got, want := Analyze(rs, Strict, 0, 35).Items, []Item{{0, Dispatch, 1, 35}, {1, 9, 1, 20}}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("no record: items %v, want %v", got, want)
+	for _, c := range []struct {
+		name    string
+		records string
+		endMs   int64
+		want    []Item
+	}{{
+		// Function 7 calls 8, which calls runtime.Goexit at 30 ms
+		// (testing's FailNow): 7 and 8 record no exit; the deferred End
+		// of the dispatch runs at 35 ms.
+		name:    "on the dispatch's goroutine",
+		records: "i D 0\ni 7 0\ni 8 10\ni 9 10\no 9 30\ngoexit 30\no D 35\n",
+		endMs:   35,
+		want:    []Item{{0, Dispatch, 1, 35}, {1, 7, 1, 30}, {2, 8, 1, 20}, {3, 9, 1, 20}},
+	}, {
+		// In a goroutine the dispatch started, Goexit ends the calls of
+		// that goroutine only: its interval ends at its own end record.
+		name:    "in a goroutine",
+		records: "i D 0\ni 7 0\ng 1 1 0x100\ni 8 5\ngoexit 25\ne 26\no 7 40\no D 40\n",
+		endMs:   40,
+		want:    []Item{{0, Dispatch, 1, 40}, {1, 7, 1, 40}, {2, Ext, 1, 25}, {3, 8, 1, 20}},
+	}, {
+		// A goroutine's records cut while it ran (its interval's end
+		// record written by the reader) keep its open calls, closed at
+		// the cut.
+		name:    "cut goroutine",
+		records: "i D 0\ni 7 0\ng 1 1 0x100\ni 8 5\ne 26\no 7 40\no D 40\n",
+		endMs:   40,
+		want:    []Item{{0, Dispatch, 1, 40}, {1, 7, 1, 40}, {2, Ext, 1, 25}, {3, 8, 1, 21}},
+	}, {
+		// Without the record, the calls vanish at the dispatch's exit,
+		// as in Matrix: 9 stays, under the dispatch.
+		name:    "no record",
+		records: "i D 0\ni 7 0\ni 8 10\ni 9 10\no 9 30\no D 35\n",
+		endMs:   35,
+		want:    []Item{{0, Dispatch, 1, 35}, {1, 9, 1, 20}},
+	}} {
+		if got := Analyze(records(c.records), Strict, 0, c.endMs).Items; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: items %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
