@@ -2,9 +2,13 @@
 // integration.TestExactUnderStarvation: it is run at nice 19 beside busy
 // processes, where the recorder's clock thread is starved of CPU.
 //
-// It prints one line per measured dispatch, "<kind> <dispatch id> <µs>": the
-// time of a 100 ms sleep ("sleep") and of a 200 ms wait for a mutex
-// ("mutex"), as the program measured them around the call; then "done".
+// It prints one line per measured dispatch, "<kind> <dispatch id> <inner µs>
+// <outer µs>": the time of a 100 ms sleep ("sleep") and of a 200 ms wait for
+// a mutex ("mutex"), as the program measured it inside the call, around the
+// wait, and outside, from before the dispatch began to after the call
+// returned; then "done". The call's true time lies between the two: a
+// starved thread can be descheduled after the inner measurement and before
+// the call returns.
 package main
 
 import (
@@ -66,10 +70,12 @@ func outer(i int) {
 func main() {
 	// Three measured sleeps, three measured mutex waits.
 	for i := 0; i < 3; i++ {
+		t0 := time.Now()
 		d := beat.Begin(beat.KindCustom, "sleep")
 		el := nap(100 * time.Millisecond)
+		out := time.Since(t0)
 		d.End()
-		fmt.Printf("sleep %d %d\n", d.ID(), el.Microseconds())
+		fmt.Printf("sleep %d %d %d\n", d.ID(), el.Microseconds(), out.Microseconds())
 	}
 	for i := 0; i < 3; i++ {
 		var mu sync.Mutex
@@ -78,10 +84,12 @@ func main() {
 			time.Sleep(200 * time.Millisecond)
 			mu.Unlock()
 		}()
+		t0 := time.Now()
 		d := beat.Begin(beat.KindCustom, "mutex")
 		el := lock(&mu)
+		out := time.Since(t0)
 		d.End()
-		fmt.Printf("mutex %d %d\n", d.ID(), el.Microseconds())
+		fmt.Printf("mutex %d %d %d\n", d.ID(), el.Microseconds(), out.Microseconds())
 	}
 	// 200 dispatches of nested calls.
 	for i := 0; i < 200; i++ {
