@@ -17,12 +17,12 @@ import (
 const SelfModule = "github.com/matrixgo/matrix"
 
 // AutoTracerPkg is the tracer package, with every sink, that zero-code
-// mode links into main packages when the build asks for the OTLP sink:
+// mode links into main packages by default (with the OTLP sink):
 // importing it starts the tracers from the environment.
 const AutoTracerPkg = SelfModule + "/tracer/auto"
 
-// LocalTracerPkg is the tracer package zero-code mode links otherwise: the
-// same without the OTLP sink.
+// LocalTracerPkg is the tracer package zero-code mode links when the
+// build leaves the OTLP sink out: the same without it.
 const LocalTracerPkg = AutoTracerPkg + "/local"
 
 // The directives of the blacklist format.

@@ -74,14 +74,15 @@ type backend interface {
 
 // TestShopOTLP drives the checks of TestJaeger against the test's OTLP
 // receivers (HTTP and gRPC), which decode every request with the official
-// OTLP protobuf types: the same requests, without building Jaeger.
+// OTLP protobuf types: the same requests, without building Jaeger. The
+// example services are built with the defaults, which link the OTLP sink.
 func TestShopOTLP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the example services; skipped in -short mode")
 	}
 	dir := t.TempDir()
-	shopBin, stuckBin := buildExample(t, dir, "shop", withOTLP), buildExample(t, dir, "stuck", withOTLP)
-	relayBin := buildExample(t, dir, "relay", withOTLP)
+	shopBin, stuckBin := buildExample(t, dir, "shop", nil), buildExample(t, dir, "stuck", nil)
+	relayBin := buildExample(t, dir, "relay", nil)
 	for _, proto := range protocols {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
 			b := newReceiverBackend(t)
@@ -105,8 +106,8 @@ func TestJaeger(t *testing.T) {
 	jaegerBin := buildJaeger(t)
 	j := startJaeger(t, jaegerBin)
 	dir := t.TempDir()
-	shopBin, stuckBin := buildExample(t, dir, "shop", withOTLP), buildExample(t, dir, "stuck", withOTLP)
-	relayBin := buildExample(t, dir, "relay", withOTLP)
+	shopBin, stuckBin := buildExample(t, dir, "shop", nil), buildExample(t, dir, "stuck", nil)
+	relayBin := buildExample(t, dir, "relay", nil)
 	for _, proto := range protocols {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
 			checkShopExport(t, j, shopBin, proto)

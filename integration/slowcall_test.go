@@ -46,10 +46,6 @@ func buildExample(t testing.TB, dir, name string, env []string, flags ...string)
 	return bin
 }
 
-// withOTLP is the build environment that links the OTLP sink into a
-// zero-code program.
-var withOTLP = []string{"MATRIX_OTLP=on"}
-
 func startShop(t *testing.T, bin string, env ...string) *shop {
 	t.Helper()
 	s := &shop{report: filepath.Join(t.TempDir(), "report.jsonl")}

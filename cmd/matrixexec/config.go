@@ -34,7 +34,7 @@ type config struct {
 	hookBounded   bool // instrument bounded functions too (-bounded hook)
 	logPath       string
 	zeroCode      string          // zerocode.Auto, zerocode.On or zerocode.Off
-	otlp          bool            // zero-code programs link the OTLP sink (-otlp on)
+	otlp          bool            // zero-code programs link the OTLP sink (see otlpDefault)
 	toolPath      string          // the tool cmd/go runs through us, if any
 	goMinor       int             // the toolchain's Go release, 1.goMinor (0: not told; see unsupportedTarget)
 	debugHooks    bool            // build the runtime variant that can print every hook
@@ -63,7 +63,7 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 	fs.StringVar(&cfg.logPath, "log", getenv("MATRIX_LOG"), "diagnostics file")
 	fs.StringVar(&cfg.zeroCode, "zerocode", getenv("MATRIX_ZEROCODE"), "zero-code mode: auto, on or off")
 	otlpSink := getenv("MATRIX_OTLP")
-	fs.StringVar(&otlpSink, "otlp", otlpSink, "zero-code programs link the OTLP sink: on or off")
+	fs.StringVar(&otlpSink, "otlp", otlpSink, "zero-code programs link the OTLP sink: on or off (default on, off with MATRIX_ZEROCODE_MODULE)")
 	strict := getenv("MATRIX_STRICT")
 	fs.BoolFunc("strict", "fail the build when the compiler rejects an instrumented package", func(v string) error {
 		if v == "true" {
@@ -121,7 +121,9 @@ func parseConfig(args []string, getenv func(string) string) (*config, []string, 
 		return nil, nil, fmt.Errorf("bad zero-code mode %q (MATRIX_ZEROCODE or -zerocode): want auto, on or off", cfg.zeroCode)
 	}
 	switch otlpSink {
-	case "", "off":
+	case "":
+		cfg.otlp = otlpDefault(getenv(zerocode.EnvModule))
+	case "off":
 	case "on":
 		cfg.otlp = true
 	default:
@@ -300,3 +302,13 @@ func nameSet(list string) map[string]bool {
 	}
 	return set
 }
+
+// otlpDefault says whether zero-code programs link the OTLP sink when
+// MATRIX_OTLP and -otlp leave it unsaid: they do, so that the binary a
+// service deploys exports when MATRIX_REPORT and the OTEL_* variables say
+// so, with no rebuild. The sink's encoder (protobuf's protowire) then
+// comes from the program's own module graph, in the build the program
+// links. With a MATRIX_ZEROCODE_MODULE (module), the tracer is built in
+// another module's graph, whose protobuf could be another build than the
+// program's own and stop the link: there the default is off.
+func otlpDefault(module string) bool { return module == "" }

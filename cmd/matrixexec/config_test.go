@@ -180,8 +180,9 @@ func checkSetting(t *testing.T, name string, get func(*config) bool, on []string
 	}
 }
 
-// MATRIX_OTLP (-otlp) chooses the tracer package of zero-code programs, and
-// is part of the configuration's hash: main packages compiled with one
+// MATRIX_OTLP (-otlp) chooses the tracer package of zero-code programs (by
+// default the one with the OTLP sink, except with a MATRIX_ZEROCODE_MODULE),
+// and is part of the configuration's hash: main packages compiled with one
 // setting are not reused with the other.
 func TestOTLPSetting(t *testing.T) {
 	t.Chdir(t.TempDir())
@@ -192,10 +193,16 @@ func TestOTLPSetting(t *testing.T) {
 		}
 		return c.otlp
 	}
-	checkSetting(t, "otlp", otlp, []string{"-otlp", "on"}, []settingCase{
-		{nil, nil, false, ""},
+	module := t.TempDir()
+	if err := os.WriteFile(filepath.Join(module, "go.mod"), []byte("module example.com/m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkSetting(t, "otlp", otlp, []string{"-otlp", "off"}, []settingCase{
+		{nil, nil, true, ""},
+		{nil, map[string]string{"MATRIX_ZEROCODE_MODULE": module}, false, ""},
+		{nil, map[string]string{"MATRIX_ZEROCODE_MODULE": module, "MATRIX_OTLP": "on"}, true, ""},
 		{[]string{"-otlp", "on"}, nil, true, ""},
-		{nil, map[string]string{"MATRIX_OTLP": "on"}, true, ""},
+		{nil, map[string]string{"MATRIX_OTLP": "off"}, false, ""},
 		{[]string{"-otlp", "off"}, map[string]string{"MATRIX_OTLP": "on"}, false, ""},
 		{nil, map[string]string{"MATRIX_OTLP": "1"}, false, `bad OTLP sink setting "1" (MATRIX_OTLP or -otlp): want on or off`},
 	})

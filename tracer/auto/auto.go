@@ -11,10 +11,11 @@
 // the package documentation of tracer/internal/autostart).
 //
 // matrixexec adds a blank import of this package to every main package it
-// builds in zero-code mode when the build links the OTLP sink
-// (MATRIX_OTLP=on); otherwise it adds tracer/auto/local, which is the same
-// without the otlp sink and the code it needs (an HTTP client, gzip,
-// protobuf encoding). A program can import this package itself.
+// builds in zero-code mode, unless the build leaves the OTLP sink out
+// (MATRIX_OTLP=off, or a MATRIX_ZEROCODE_MODULE): then it adds
+// tracer/auto/local, which is the same without the otlp sink and the code
+// it needs (an HTTP client, gzip, protobuf encoding). A program can import
+// this package itself.
 //
 // The OTLP sink prints its first export error when it happens and, at exit,
 // the number of issues it could not export.

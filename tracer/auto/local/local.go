@@ -5,8 +5,9 @@
 // needs (an HTTP client, gzip, protobuf encoding), which is most of what
 // the tracer adds to a program's size and to the time of its link.
 // matrixexec adds a blank import of it to every main package it builds in
-// zero-code mode, unless the build asks for the OTLP sink (MATRIX_OTLP=on
-// in matrixexec's environment). A MATRIX_REPORT that lists otlp in such a
+// zero-code mode when the build leaves the OTLP sink out (MATRIX_OTLP=off
+// in matrixexec's environment, or a MATRIX_ZEROCODE_MODULE without
+// MATRIX_OTLP=on). A MATRIX_REPORT that lists otlp in such a
 // program gets one line on stderr saying how to build it with the sink;
 // the other sinks get the reports.
 package local

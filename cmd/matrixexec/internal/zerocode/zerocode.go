@@ -49,7 +49,8 @@ import (
 // the program's module), and with the parent's map and blacklist. The
 // program's own module graph is left as it is, so the tracer's
 // dependencies outside the standard library (the OTLP sink's protobuf
-// encoder, with MATRIX_OTLP=on; the default tracer has none) come from
+// encoder; with MATRIX_ZEROCODE_MODULE the sink is left out unless
+// MATRIX_OTLP=on, and the tracer without it has none) come from
 // that module's graph: a program that links another build of one of them
 // fails to link, with a message naming the package.
 //

@@ -242,6 +242,42 @@ func TestTracerSourcesCovered(t *testing.T) {
 	}
 }
 
+// TestTracerDepsAnchored: every package outside the standard library and
+// this module that the zero-code tracers link is imported by this package
+// too (sums.go), so that pinning matrixexec records its go.sum entry.
+func TestTracerDepsAnchored(t *testing.T) {
+	root, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(pkg string) []string {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}} {{.ImportPath}}{{end}}", pkg)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		var pkgs []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if mod, path, _ := strings.Cut(line, " "); mod != blacklist.SelfModule && path != "" {
+				pkgs = append(pkgs, path)
+			}
+		}
+		return pkgs
+	}
+	anchored := list(blacklist.SelfModule + "/cmd/matrixexec/internal/zerocode")
+	for _, tracer := range []string{blacklist.LocalTracerPkg, blacklist.AutoTracerPkg} {
+		for _, pkg := range list(tracer) {
+			if !slices.Contains(anchored, pkg) {
+				t.Errorf("%s links %s, which matrixexec does not import: a module pinning matrixexec would have no go.sum entry for it", tracer, pkg)
+			}
+		}
+	}
+	if !slices.Contains(list(blacklist.AutoTracerPkg), "google.golang.org/protobuf/encoding/protowire") {
+		t.Errorf("%s no longer links protowire: the list of packages it links outside this module is empty, and this test checks nothing", blacklist.AutoTracerPkg)
+	}
+}
+
 // TestGraphKeyIgnoresShellVariables: the key under which the tracer's
 // module directory and export files are kept changes with what the nested
 // go command sees, not with a cd in the user's shell.
