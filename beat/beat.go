@@ -55,12 +55,14 @@ type Config struct {
 	// BufferSize is the number of records per recording dispatch, rounded
 	// up to a power of two. Default 65536 (512 KiB).
 	BufferSize int
-	// MaxBuffers bounds the dispatches recorded at once. Default 64.
+	// MaxBuffers bounds the dispatches recorded at once. Default
+	// DefaultMaxBuffers.
 	MaxBuffers int
 	// MaxChildren bounds the goroutines started inside one recorded
 	// dispatch that record into it (each into a buffer of its own); the
 	// others are counted (Stats.ChildrenLost). The process holds at most
-	// MaxBuffers × MaxChildren such buffers. Default 16; negative: none.
+	// MaxBuffers × MaxChildren such buffers, and never more than
+	// MaxChildBuffers. Default 16; negative: none.
 	MaxChildren int
 	// ChildBufferSize is the number of records of the buffer of such a
 	// goroutine, rounded up to a power of two. Default 4096 (32 KiB).
@@ -84,14 +86,20 @@ type Config struct {
 	SampleAfter time.Duration
 }
 
-// Defaults. The recorder's memory is at most
-// MaxBuffers × (BufferSize + MaxChildren × ChildBufferSize) × 8 bytes:
-// 64 MiB with the defaults.
+// Defaults and bounds. On Linux a dispatch's buffer is memory mapped
+// outside the Go heap: it is address space (MaxBuffers × BufferSize × 8
+// bytes, 512 MiB with the defaults), of which the system backs what the
+// dispatch writes, and a buffer keeps 16 KiB of it once its dispatch ends;
+// it never counts towards the collector's goal. Elsewhere buffers are on
+// the heap, 64 of them by default (32 MiB). The buffers of goroutines
+// started inside dispatches are on the heap, at most MaxChildBuffers of
+// ChildBufferSize records (32 MiB with the defaults).
 const (
 	DefaultBufferSize      = 1 << 16
-	DefaultMaxBuffers      = 64
+	DefaultMaxBuffers      = defaultMaxBuffers // 1024 on Linux, 64 elsewhere
 	DefaultMaxChildren     = 16
 	DefaultChildBufferSize = 1 << 12
+	MaxChildBuffers        = 1024
 )
 
 // ErrNotInstrumented is returned by Start in a binary that was not built
@@ -175,7 +183,7 @@ func Start(cfg Config) error {
 		cfg.ChildBufferSize = DefaultChildBufferSize
 	}
 	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize), parks: cfg.MaxBuffers >= 8*int(shardMask+1)}
-	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, 1<<30)))
+	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, MaxChildBuffers)))
 	rtSetClock(true)
 	cur.Store(r)
 	rtSetDispatchHooks(hookBegin, hookEnd, hookScene)
@@ -215,6 +223,9 @@ func Stop() {
 		sh := &r.free[i]
 		sh.mu.Lock()
 		r.buffers -= len(sh.bs)
+		for _, b := range sh.bs {
+			retireBuffer(b, 0) // cleared when returned
+		}
 		sh.bs = nil
 		sh.mu.Unlock()
 	}
@@ -306,7 +317,7 @@ func (r *recorder) getBufferSlow() []uint64 {
 	}
 	r.buffers++
 	r.mu.Unlock()
-	return make([]uint64, r.size)
+	return newBuffer(r.size)
 }
 
 // pop takes an idle buffer of the shard, or returns nil.
@@ -326,24 +337,18 @@ func (sh *bufShard) pop() []uint64 {
 // putBuffer returns a buffer in which n records were written, its records
 // cleared (clearRecords).
 func (r *recorder) putBuffer(b []uint64, n uint64) {
-	clearRecords(b, n)
 	if cur.Load() != r || len(b) != r.size {
+		retireBuffer(b, n)
 		r.mu.Lock()
-		r.buffers-- // stopped or resized: let it go
+		r.buffers-- // stopped or resized
 		r.mu.Unlock()
 		return
 	}
+	clearRecords(b, n)
 	sh := &r.free[rtProcID()&shardMask]
 	sh.mu.Lock()
 	sh.bs = append(sh.bs, b)
 	sh.mu.Unlock()
-}
-
-// clearRecords clears the n records written to buffer b (n counts every
-// record since the buffer was taken, so it may exceed its length), so that
-// a reader of the next dispatch to use it can never see one of them.
-func clearRecords(b []uint64, n uint64) {
-	clear(b[:min(n, uint64(len(b)))])
 }
 
 // Stats are the recorder's counters.
@@ -367,7 +372,7 @@ type Stats struct {
 	// the end is not in its report).
 	Children, ChildrenLost, ChildrenLate uint64
 	// ChildBuffers is the number of buffers of such goroutines held now:
-	// at most MaxBuffers × MaxChildren.
+	// at most MaxBuffers × MaxChildren, and MaxChildBuffers.
 	ChildBuffers int
 	Buffers      int // buffers allocated now
 	BufferBytes  int // bytes of one buffer

@@ -700,7 +700,7 @@ func memory(dir string) error {
 		{"bound-B", "bound: MaxBuffers × BufferSize × 8"},
 		{"buffers-B", "buffers allocated × buffer size"},
 		{"heap-delta-B", "measured heap growth (`MemStats.HeapAlloc`) with the 10,000 dispatches open"},
-		{"heap-per-goroutine-B", "heap growth per goroutine beyond the buffers (Dispatch, closure, channel wait)"},
+		{"heap-per-goroutine-B", "heap growth per goroutine beyond the buffers (Dispatch, closure, channel wait; on Linux the buffers are not on the heap)"},
 		{"stack-delta-B", "goroutine stacks (`StackInuse`), the goroutines' own cost, not the recorder's"},
 		{"rss-delta-B", "resident set growth (`VmRSS`)"},
 		{"heap-after-stop-B", "heap left after the dispatches end and `beat.Stop` (pooled structs until the next GC cycles)"},
