@@ -111,11 +111,12 @@ fi
 log "output in $OUT"
 MX=$TMP/matrixexec
 # Groups 1 and 5 instrument only the measured package (user/hot), with the
-# inlinable-function filter off so that its tiny functions get hooks.
+# inlinable-function filter off and bounded functions hooked (a function
+# that only calls Empty is bounded), so that its tiny functions get hooks.
 # Method maps live in bench/.matrix (git-ignored, like every
 # methodMapping.txt): a map's identity is part of matrixexec's tool id, so
 # keeping them lets the next run reuse the instrumented standard library.
-HOOKS_TOOLEXEC="$MX -inline-budget -1 -blacklist $BENCH/hooks.blacklist -map $BENCH/.matrix/hooks/methodMapping.txt"
+HOOKS_TOOLEXEC="$MX -inline-budget -1 -bounded hook -blacklist $BENCH/hooks.blacklist -map $BENCH/.matrix/hooks/methodMapping.txt"
 (cd "$ROOT" && go build -o "$MX" ./cmd/matrixexec)
 (cd "$BENCH" && go build -o "$TMP/benchtables" ./cmd/benchtables && go build -o "$TMP/rsswrap" ./cmd/rsswrap)
 

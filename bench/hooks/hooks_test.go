@@ -6,7 +6,7 @@
 //
 // Build it with matrixexec, instrumenting only the measured package:
 //
-//	go test -toolexec="$MATRIXEXEC -inline-budget -1 -blacklist $PWD/hooks.blacklist" -bench . ./hooks
+//	go test -toolexec="$MATRIXEXEC -inline-budget -1 -bounded hook -blacklist $PWD/hooks.blacklist" -bench . ./hooks
 //
 // (bench/run.sh does this). In a plain build the hook benchmarks are
 // skipped: there is nothing to measure.

@@ -1,7 +1,9 @@
 // Package hot holds the functions whose per-call cost group 1 of the
 // benchmarks measures. In the hooks build only this package is
 // instrumented (see bench/hooks.blacklist), with the inlinable filter off
-// (-inline-budget -1) so that a function this small gets hooks at all.
+// (-inline-budget -1) and bounded functions hooked (-bounded hook: Hooked,
+// which only calls Empty, is bounded) so that a function this small gets
+// hooks at all.
 package hot
 
 import (
