@@ -15,7 +15,7 @@ trap 'rm -rf "$TMP"' EXIT
 read -r -a extra <<<"${AB_ENV:-}"
 for r in $(seq "$R"); do
 	for b in "$@"; do
-		envs=(MATRIX_AB=1)
+		envs=()
 		[[ $(basename "$b") != *plain* ]] && envs+=(MATRIX_REPORT="$TMP/reports.jsonl" "${extra[@]}")
 		env "${envs[@]}" "$b" -addr 127.0.0.1:0 >"$TMP/srv.out" 2>&1 &
 		pid=$!
