@@ -58,6 +58,15 @@ type Config struct {
 	// MaxBuffers bounds the dispatches recorded at once. Default
 	// DefaultMaxBuffers.
 	MaxBuffers int
+	// RecordMemory bounds the memory of the dispatches' buffers, in
+	// bytes, counted in chunks of 16 KiB: an idle buffer holds one, and a
+	// recording dispatch takes one more for every 2048 records it writes
+	// beyond its first, giving them back as it ends. A dispatch that
+	// begins when no chunk is left is timed and reported without a call
+	// tree (Stats.NotRecorded), and so is one that needs a chunk when
+	// none is left, which records no more (Stats.Short). Default
+	// DefaultRecordMemory.
+	RecordMemory int
 	// MaxChildren bounds the goroutines started inside one recorded
 	// dispatch that record into it (each into a buffer of its own); the
 	// others are counted (Stats.ChildrenLost). The process holds at most
@@ -87,16 +96,20 @@ type Config struct {
 }
 
 // Defaults and bounds. On Linux a dispatch's buffer is memory mapped
-// outside the Go heap: it is address space (MaxBuffers × BufferSize × 8
-// bytes, 512 MiB with the defaults), of which the system backs what the
-// dispatch writes, and a buffer keeps 16 KiB of it once its dispatch ends;
-// it never counts towards the collector's goal. Elsewhere buffers are on
-// the heap, 64 of them by default (32 MiB). The buffers of goroutines
-// started inside dispatches are on the heap, at most MaxChildBuffers of
-// ChildBufferSize records (32 MiB with the defaults).
+// outside the Go heap: it is address space (BufferSize × 8 bytes), of
+// which the system backs what the dispatch writes, and a buffer keeps
+// 16 KiB of it once its dispatch ends; it never counts towards the
+// collector's goal. The memory the buffers hold is bounded by
+// RecordMemory (64 MiB by default: 4096 dispatches of up to 2048 records
+// at once, or fewer that write more). Elsewhere buffers are on the heap,
+// each holding BufferSize × 8 bytes of RecordMemory, 64 of them at most
+// by default. The buffers of goroutines started inside dispatches are on
+// the heap, at most MaxChildBuffers of ChildBufferSize records (32 MiB
+// with the defaults).
 const (
 	DefaultBufferSize      = 1 << 16
-	DefaultMaxBuffers      = defaultMaxBuffers // 1024 on Linux, 64 elsewhere
+	DefaultMaxBuffers      = defaultMaxBuffers // 4096 on Linux, 64 elsewhere
+	DefaultRecordMemory    = 64 << 20
 	DefaultMaxChildren     = 16
 	DefaultChildBufferSize = 1 << 12
 	MaxChildBuffers        = 1024
@@ -121,9 +134,15 @@ type Observer interface {
 type recorder struct {
 	cfg  Config
 	size int
+	// chunks is the recording memory it added to the runtime's count
+	// (Config.RecordMemory in chunks).
+	chunks int64
 
 	mu      sync.Mutex
 	buffers int // buffers allocated and not released
+	// stopped says that Stop has taken the recorder's memory out of the
+	// runtime's count: its buffers give their chunks back no more.
+	stopped bool
 
 	// parks says that an ended dispatch's buffer may stay with the
 	// spare dispatch its memory becomes (Dispatch.park): the bound is at
@@ -154,6 +173,7 @@ var (
 	obsMu     sync.Mutex
 
 	notRec atomic.Uint64
+	shortN atomic.Uint64
 )
 
 // Start starts recording with cfg. Starting a started recorder is a no-op
@@ -173,6 +193,9 @@ func Start(cfg Config) error {
 	if cfg.MaxBuffers <= 0 {
 		cfg.MaxBuffers = DefaultMaxBuffers
 	}
+	if cfg.RecordMemory <= 0 {
+		cfg.RecordMemory = DefaultRecordMemory
+	}
 	switch {
 	case cfg.MaxChildren == 0:
 		cfg.MaxChildren = DefaultMaxChildren
@@ -183,6 +206,8 @@ func Start(cfg Config) error {
 		cfg.ChildBufferSize = DefaultChildBufferSize
 	}
 	r := &recorder{cfg: cfg, size: pow2(cfg.BufferSize), parks: cfg.MaxBuffers >= 8*int(shardMask+1)}
+	r.chunks = max(int64(cfg.RecordMemory/chunkBytes), 1)
+	rtChunkAdd(r.chunks)
 	rtSetKids(uint64(pow2(cfg.ChildBufferSize)), uint32(min(cfg.MaxBuffers*cfg.MaxChildren, MaxChildBuffers)))
 	rtSetClock(true)
 	cur.Store(r)
@@ -219,6 +244,7 @@ func Stop() {
 	cur.Store(nil)
 	rtSetClock(false)
 	r.mu.Lock()
+	held := baseChunks(r.size) * int64(r.buffers) // by every buffer of its
 	for i := range r.free {
 		sh := &r.free[i]
 		sh.mu.Lock()
@@ -229,6 +255,13 @@ func Stop() {
 		sh.bs = nil
 		sh.mu.Unlock()
 	}
+	// Its recording memory leaves the runtime's count, less the chunks
+	// its running dispatches took beyond their buffers', which they give
+	// back as they end: the buffers still out (running, or parked with a
+	// spare until a P begins its next dispatch) no longer count against
+	// the next recorder's bound.
+	rtChunkAdd(held - r.chunks)
+	r.stopped = true
 	r.mu.Unlock()
 }
 
@@ -311,7 +344,7 @@ func (r *recorder) getBufferSlow() []uint64 {
 		}
 	}
 	r.mu.Lock()
-	if r.buffers >= r.cfg.MaxBuffers {
+	if r.stopped || r.buffers >= r.cfg.MaxBuffers || !takeChunks(baseChunks(r.size)) {
 		r.mu.Unlock()
 		return nil
 	}
@@ -341,6 +374,9 @@ func (r *recorder) putBuffer(b []uint64, n uint64) {
 		retireBuffer(b, n)
 		r.mu.Lock()
 		r.buffers-- // stopped or resized
+		if !r.stopped {
+			giveChunks(baseChunks(len(b)))
+		}
 		r.mu.Unlock()
 		return
 	}
@@ -353,8 +389,13 @@ func (r *recorder) putBuffer(b []uint64, n uint64) {
 
 // Stats are the recorder's counters.
 type Stats struct {
-	Dispatches  uint64 // dispatches begun since the process started
-	NotRecorded uint64 // dispatches that found no free buffer
+	Dispatches uint64 // dispatches begun since the process started
+	// NotRecorded counts dispatches that found no free buffer, and no
+	// recording memory to make one.
+	NotRecorded uint64
+	// Short counts recorded dispatches that needed more recording memory
+	// than was left, and stopped recording.
+	Short uint64
 	// Abandoned counts dispatches whose beginning frame returned or was
 	// unwound by a panic before End, or whose goroutine exited before End:
 	// they are never reported.
@@ -378,16 +419,21 @@ type Stats struct {
 	BufferBytes  int // bytes of one buffer
 	MaxBuffers   int
 	Running      int // dispatches in progress
+	// RecordBytes is the recording memory the buffers hold now, of
+	// RecordMemory (Config.RecordMemory).
+	RecordBytes, RecordMemory int
 }
 
 // ReadStats returns the current counters.
 func ReadStats() Stats {
-	s := Stats{NotRecorded: notRec.Load(),
+	s := Stats{NotRecorded: notRec.Load(), Short: shortN.Load(),
 		Abandoned: abandoned.Load(), RemoteEnds: remoteEnds.Load(), LateEnds: lateEnds.Load(),
 		Children: kidsN.Load(), ChildrenLost: kidsLost.Load(), ChildrenLate: kidsLate.Load(), ChildBuffers: int(rtKidsLive())}
 	if r := cur.Load(); r != nil {
 		r.mu.Lock()
 		s.Buffers, s.BufferBytes, s.MaxBuffers = r.buffers, r.size*8, r.cfg.MaxBuffers
+		s.RecordMemory = int(r.chunks * chunkBytes)
+		s.RecordBytes = int(max(r.chunks-rtChunkAdd(0), 0) * chunkBytes)
 		r.mu.Unlock()
 	}
 	for i := range shardMask + 1 {

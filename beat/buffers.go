@@ -1,9 +1,12 @@
 package beat
 
 import (
+	"math"
 	"os"
 	"sync"
 	"unsafe"
+
+	"github.com/matrixgo/matrix/internal/abi"
 )
 
 // The recording buffers live outside the Go heap where the system allows
@@ -19,9 +22,68 @@ import (
 // (retired), so that no late reader or writer can touch unmapped memory.
 
 // keptRecords is the number of records at the start of a buffer whose
-// pages stay with it when its dispatch ends (16 KiB): a request that
-// writes fewer costs a clear and no system call.
-const keptRecords = 2048
+// pages stay with it when its dispatch ends (16 KiB, a chunk): a request
+// that writes fewer costs a clear and no system call.
+const keptRecords = abi.ChunkRecords
+
+// Recording memory is bounded in bytes (Config.RecordMemory), counted in
+// chunks of abi.ChunkRecords records that the runtime keeps the count of
+// (rtChunkAdd). A mapped buffer holds one chunk while it exists (its kept
+// records); a dispatch recording into it takes another each time it has
+// written all those it holds (the runtime does, before the record that
+// needs it), and gives them back as it ends (giveBackChunks). A buffer on
+// the heap holds all its chunks while it exists. A buffer is made only
+// when its chunks are there, and a dispatch that needs a chunk when none
+// is left records no more (abi.Ring.Short).
+
+// chunkBytes is the size of a chunk of recording memory.
+const chunkBytes = abi.ChunkRecords * 8
+
+// baseChunks is the number of chunks a buffer of size records holds while
+// it exists.
+func baseChunks(size int) int64 {
+	if mappedBuffers {
+		return 1
+	}
+	return int64((size + abi.ChunkRecords - 1) / abi.ChunkRecords)
+}
+
+// firstLim is the abi.Ring.Lim of a dispatch that begins recording into a
+// buffer of size records: the records its buffer's own chunk holds, or ^0
+// when that is the whole buffer.
+func firstLim(size int) uint64 {
+	if !mappedBuffers || size <= abi.ChunkRecords {
+		return math.MaxUint64
+	}
+	return abi.ChunkRecords
+}
+
+// grownChunks is the number of chunks a dispatch whose ring reached lim
+// (abi.Ring.Lim) took for its buffer of size records beyond the buffer's
+// own.
+func grownChunks(size int, lim uint64) int64 {
+	held := int64((size + abi.ChunkRecords - 1) / abi.ChunkRecords)
+	if lim < uint64(size) {
+		held = int64(lim / abi.ChunkRecords)
+	}
+	return max(held-baseChunks(size), 0)
+}
+
+// takeChunks takes n chunks of recording memory, if there are.
+func takeChunks(n int64) bool {
+	if rtChunkAdd(-n) >= 0 {
+		return true
+	}
+	rtChunkAdd(n)
+	return false
+}
+
+// giveChunks gives n chunks of recording memory back.
+func giveChunks(n int64) {
+	if n > 0 {
+		rtChunkAdd(n)
+	}
+}
 
 // retired holds the buffers of stopped recorders, by size in records.
 var retired struct {

@@ -6,8 +6,9 @@ import (
 )
 
 // defaultMaxBuffers is DefaultMaxBuffers on Linux, where buffers are
-// mapped: what a buffer costs is what its dispatch writes.
-const defaultMaxBuffers = 1024
+// mapped: what a buffer costs is what its dispatch writes, bounded by
+// Config.RecordMemory, and this bounds the address space they take.
+const defaultMaxBuffers = 4096
 
 // mappedBuffers says that buffers are mapped outside the Go heap.
 const mappedBuffers = true
@@ -19,8 +20,16 @@ func mapBuffer(size int) []uint64 {
 	if err != nil {
 		return nil
 	}
+	// The system merges adjacent buffers into one mapping; where
+	// transparent huge pages are always on, a record written could then
+	// back a 2 MiB page spanning several buffers. (A system without them
+	// refuses the advice, which is then moot.)
+	_ = syscall.Madvise(b, madvNoHugePage)
 	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), size)
 }
+
+// madvNoHugePage is MADV_NOHUGEPAGE, the same on every Linux port of Go.
+const madvNoHugePage = 0xf
 
 // dropPages gives the pages of p (whole pages of private anonymous memory:
 // a mapped buffer or the Go heap) back to the system, which reads them as

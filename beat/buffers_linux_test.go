@@ -120,3 +120,84 @@ func TestManyBuffersOffHeap(t *testing.T) {
 		t.Errorf("the heap grew by %d bytes for %d buffers spanning %d", grew, n, span)
 	}
 }
+
+// The recording memory is a bound in bytes: a dispatch takes chunks of it
+// as it records and gives them back as it ends; one that needs a chunk
+// when none is left stops recording, its buffer backed no further than
+// the chunks it holds, and it yields no records.
+func TestRecordMemoryBound(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{RecordMemory: 4 * chunkBytes})
+	calls := func(n int) {
+		for range n {
+			rtEnter(3)
+			rtExit(3)
+		}
+	}
+	// 6,002 records: three chunks, the buffer's own and two more.
+	d := Begin(KindCustom, "fits")
+	calls(3000)
+	during := ReadStats().RecordBytes
+	d.End()
+	if got := len(c.recs["fits"]); got != 6002 {
+		t.Fatalf("got %d records, want 6002", got)
+	}
+	if during != 3*chunkBytes {
+		t.Errorf("a dispatch of 6,002 records held %d bytes, want %d (three chunks)", during, 3*chunkBytes)
+	}
+	s := ReadStats()
+	if s.RecordBytes != chunkBytes || s.RecordMemory != 4*chunkBytes {
+		t.Errorf("after it ended: %d of %d bytes held, want the idle buffer's %d", s.RecordBytes, s.RecordMemory, chunkBytes)
+	}
+	// 10,002 records need five chunks: the fifth is not there.
+	d = Begin(KindCustom, "short")
+	calls(5000)
+	backed := resident(t, d.data) * int(pageSize)
+	short := d.Short()
+	d.End()
+	if !short {
+		t.Error("a dispatch that needed more than the bound is not short")
+	}
+	if got := len(c.recs["short"]); got != 0 {
+		t.Errorf("a short dispatch yielded %d records, want none", got)
+	}
+	if backed > 4*chunkBytes {
+		t.Errorf("a short dispatch's buffer had %d bytes backed, more than the bound's %d", backed, 4*chunkBytes)
+	}
+	if after := ReadStats(); after.Short != s.Short+1 || after.RecordBytes != chunkBytes {
+		t.Errorf("Short %d → %d, want one more; %d bytes held after it, want %d", s.Short, after.Short, after.RecordBytes, chunkBytes)
+	}
+	// Its chunks are back: the next dispatch records.
+	Run("after", func() { calls(1) })
+	if got := len(c.recs["after"]); got != 4 {
+		t.Errorf("the dispatch after a short one has %d records, want 4", got)
+	}
+}
+
+// A dispatch that begins when the recording memory cannot hold another
+// buffer is not recorded, however many buffers MaxBuffers allows.
+func TestRecordMemoryBoundsBuffers(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{RecordMemory: chunkBytes})
+	before := ReadStats().NotRecorded
+	hold := make(chan struct{})
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run("first", func() { close(started); <-hold; rtEnter(3); rtExit(3) })
+	}()
+	<-started
+	Run("second", func() { rtEnter(4); rtExit(4) })
+	close(hold)
+	<-done
+	if got := ReadStats().NotRecorded - before; got != 1 {
+		t.Errorf("NotRecorded grew by %d, want 1", got)
+	}
+	if len(c.recs["second"]) != 0 || len(c.recs["first"]) != 4 {
+		t.Errorf("records: first %d (want 4), second %d (want none)", len(c.recs["first"]), len(c.recs["second"]))
+	}
+	if s := ReadStats(); s.Buffers != 1 || s.MaxBuffers != DefaultMaxBuffers {
+		t.Errorf("%d buffers of at most %d, want 1 of %d", s.Buffers, s.MaxBuffers, DefaultMaxBuffers)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -161,9 +162,21 @@ func (d *Dispatch) park() bool {
 		return false
 	}
 	clearRecords(d.data, atomic.LoadUint64(&d.ring.N))
+	d.giveBackChunks(d.data)
 	d.releaseKids()
 	d.parked = true
 	return true
+}
+
+// giveBackChunks gives back the chunks of recording memory the dispatch
+// took for its buffer data beyond the buffer's own, once its goroutine no
+// longer records into it, and counts it if it ran short of them.
+func (d *Dispatch) giveBackChunks(data []uint64) {
+	giveChunks(grownChunks(len(data), d.ring.Lim))
+	d.ring.Lim = firstLim(len(data))
+	if atomic.LoadUint32(&d.ring.Short) != 0 {
+		shortN.Add(1)
+	}
 }
 
 // unpark returns a parked buffer to its recorder's pool.
@@ -244,10 +257,11 @@ func begin(kind Kind, name string, skip int, reusable bool, method, host, scheme
 	d.data = data
 	if d.data != nil {
 		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.data[0]), uint64(len(d.data)-1)
+		d.ring.Lim = firstLim(len(d.data))
 		d.ring.MaxKids = uint32(r.cfg.MaxChildren)
 	} else {
 		notRec.Add(1)
-		d.ring.Buf, d.ring.Mask = unsafe.Pointer(&d.scratch[0]), 0
+		d.ring.Buf, d.ring.Mask, d.ring.Lim = unsafe.Pointer(&d.scratch[0]), 0, math.MaxUint64
 	}
 	// One reading of the monotonic clock gives the dispatch's record time
 	// (the recorder's clock, moved forward to it) and its duration.
@@ -489,6 +503,7 @@ func (d *Dispatch) release() {
 // pool, and lets the dispatch's child rings go.
 func (d *Dispatch) releaseData(data []uint64) {
 	if data != nil {
+		d.giveBackChunks(data)
 		d.rec.putBuffer(data, atomic.LoadUint64(&d.ring.N))
 		d.releaseKids()
 	}
@@ -968,6 +983,11 @@ func (d *Dispatch) Stopped() (stopped time.Duration, ok bool) {
 // Recorded reports whether the dispatch has a buffer.
 func (d *Dispatch) Recorded() bool { return d.data != nil }
 
+// Short reports whether the dispatch needed more recording memory than
+// was left (Config.RecordMemory) and stopped recording: its records are
+// then not a call tree, and Records returns none.
+func (d *Dispatch) Short() bool { return atomic.LoadUint32(&d.ring.Short) != 0 }
+
 // Records appends the records of the dispatch, from its DISPATCH enter to
 // the newest, to dst. It returns dst unchanged when the dispatch is not
 // recorded or its oldest records were overwritten (the buffer wrapped):
@@ -987,7 +1007,7 @@ func (d *Dispatch) Records(dst []uint64) []uint64 {
 	d.relMu.RLock()
 	defer d.relMu.RUnlock()
 	data := d.data
-	if data == nil {
+	if data == nil || atomic.LoadUint32(&d.ring.Short) != 0 {
 		return dst
 	}
 	size := uint64(len(data))

@@ -103,6 +103,9 @@ func rtKidsDetach(p unsafe.Pointer) unsafe.Pointer
 //go:linkname rtKidsLive runtime.matrixKidsLive
 func rtKidsLive() uint32
 
+//go:linkname rtChunkAdd runtime.matrixChunkAdd
+func rtChunkAdd(n int64) int64
+
 //go:linkname rtDispatchBegin runtime.matrixDispatchBegin
 func rtDispatchBegin(kind int, name string) unsafe.Pointer
 

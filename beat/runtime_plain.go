@@ -51,6 +51,7 @@ func rtSetKids(uint64, uint32)                                                  
 func rtKidRelease(unsafe.Pointer)                                                                {}
 func rtKidsDetach(unsafe.Pointer) unsafe.Pointer                                                 { return nil }
 func rtKidsLive() uint32                                                                         { return 0 }
+func rtChunkAdd(int64) int64                                                                     { return 0 }
 
 func rtSetRequestHooks(func(int, string, string, string, bool) unsafe.Pointer, func(unsafe.Pointer, int)) {
 }

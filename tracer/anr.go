@@ -364,7 +364,7 @@ type stuck struct {
 	id          uint64 // beat.Dispatch.ID
 	start       time.Time
 	age         time.Duration
-	recorded    bool
+	rec         recording
 	recs        []uint64
 	nowMs       uint64
 	// The reports held back by the bound before this LAG and this ANR.
@@ -431,7 +431,7 @@ func (w *watchdog) tick(now time.Time, late time.Duration) {
 		s.traceCtx, s.traceState, s.traceID = d.TraceParent(), d.TraceState(), d.TraceID()
 		s.req = requestOf(d)
 		if s.anr {
-			s.recorded = d.Recorded()
+			s.rec = dispatchRecording(d)
 			s.recs = d.Records(nil)
 			s.nowMs = beat.Now()
 		}
@@ -589,7 +589,7 @@ func (w *watchdog) dumpCovers(now, start time.Time) bool {
 // returns the stack key.
 func anrTree(r *EvilReport, s stuck) string {
 	tree := buildTree(s.recs, nil, analysis.Strict, s.nowMs, s.age.Milliseconds(), analysis.RepeatRule{})
-	tree.fill(r, treeNote(dispatchRecording(s.recorded), len(s.recs) > 0))
+	tree.fill(r, treeNote(s.rec, len(s.recs) > 0))
 	return tree.key
 }
 

@@ -64,7 +64,7 @@ func TestEvilIssueRepeatBound(t *testing.T) {
 	for i, r := range recs {
 		raw[i] = uint64(r)
 	}
-	j := &evilJob{recs: raw, recorded: true, name: "job", kind: beat.KindHTTP,
+	j := &evilJob{recs: raw, rec: recDispatch, name: "job", kind: beat.KindHTTP,
 		cost: time.Duration(at+60-1000) * time.Millisecond, endMs: at + 60,
 		repeats: analysis.RepeatRule{MinCalls: 10, MinPercent: 20}}
 	is := evilIssue(j, nil)
@@ -87,7 +87,7 @@ func TestEvilIssueRepeatBound(t *testing.T) {
 		t.Errorf("Key() = %q", k)
 	}
 	// 48 statements are too few for a rule of 49.
-	if rp, ok := evilIssue(&evilJob{recs: raw, recorded: true, name: "job", cost: j.cost, endMs: j.endMs,
+	if rp, ok := evilIssue(&evilJob{recs: raw, rec: recDispatch, name: "job", cost: j.cost, endMs: j.endMs,
 		repeats: analysis.RepeatRule{MinCalls: 49, MinPercent: 20}}, nil).Content["repeat"]; ok {
 		t.Errorf("49 calls: repeat %+v", rp)
 	}
@@ -170,7 +170,7 @@ func TestBoundsWithSpanIDs(t *testing.T) {
 	for i, r := range recs {
 		raw[i] = uint64(r)
 	}
-	j := &evilJob{recs: raw, recorded: true, name: "job", kind: beat.KindHTTP,
+	j := &evilJob{recs: raw, rec: recDispatch, name: "job", kind: beat.KindHTTP,
 		cost: time.Duration(at-1000) * time.Millisecond, endMs: at,
 		repeats: analysis.RepeatRule{MinCalls: 10, MinPercent: 20}}
 	r := evilIssue(j, nil).Report.(*EvilReport)

@@ -34,12 +34,14 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"MATRIX_EVIL_METHOD":       "OFF",
 		"MATRIX_MAX_CHILDREN":      "3",
 		"MATRIX_CHILD_BUFFER_SIZE": "512",
+		"MATRIX_RECORD_MEMORY_MB":  "3",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.EvilMethod || cfg.EvilThreshold != 250*time.Millisecond || cfg.Beat.BufferSize != 4096 ||
-		cfg.Beat.MaxBuffers != 8 || cfg.QueueSize != 32 || cfg.Beat.MaxChildren != 3 || cfg.Beat.ChildBufferSize != 512 {
+		cfg.Beat.MaxBuffers != 8 || cfg.QueueSize != 32 || cfg.Beat.MaxChildren != 3 || cfg.Beat.ChildBufferSize != 512 ||
+		cfg.Beat.RecordMemory != 3<<20 {
 		t.Errorf("got %+v", cfg)
 	}
 	// MATRIX_MAX_CHILDREN=0 records no goroutine a dispatch starts.
@@ -82,6 +84,9 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"MATRIX_BUFFER_SIZE", "99999999999"},
 		{"MATRIX_MAX_BUFFERS", "0"},
 		{"MATRIX_MAX_BUFFERS", "100000"},
+		{"MATRIX_RECORD_MEMORY_MB", "0"},
+		{"MATRIX_RECORD_MEMORY_MB", "64MiB"},
+		{"MATRIX_RECORD_MEMORY_MB", "100000"},
 		{"MATRIX_MAX_CHILDREN", "-1"},
 		{"MATRIX_MAX_CHILDREN", "5000"},
 		{"MATRIX_CHILD_BUFFER_SIZE", "0"},

@@ -320,7 +320,7 @@ func (t *EvilMethodTracer) DispatchEnd(d *beat.Dispatch) {
 // evilJob is what the analysis goroutine needs of one slow dispatch.
 type evilJob struct {
 	recs     []uint64
-	recorded bool // the dispatch had a buffer
+	rec      recording // how the dispatch was recorded
 	name     string
 	scene    string
 	traceCtx string         // the request's traceparent, unvalidated
@@ -366,7 +366,7 @@ func (t *EvilMethodTracer) job(d *beat.Dispatch, cost time.Duration, v verdict) 
 		}
 	}
 	j.recs = d.Records(j.recs[:0])
-	j.recorded = d.Recorded()
+	j.rec = dispatchRecording(d)
 	j.alloc[0], j.alloc[1] = d.Allocated()
 	j.stopped, j.stopOK = d.Stopped()
 	j.name, j.scene, j.kind, j.goid, j.id = d.Name(), d.Scene(), d.Kind(), d.Goid(), d.ID()
@@ -452,7 +452,7 @@ func evilIssue(j *evilJob, recs []analysis.Record) Issue {
 		AllocBytes:  j.alloc[0],
 		AllocCount:  j.alloc[1],
 	}
-	tree.fill(r, treeNote(dispatchRecording(j.recorded), len(j.recs) > 0))
+	tree.fill(r, treeNote(j.rec, len(j.recs) > 0))
 	if len(tree.frames) > 0 {
 		r.Parts = partsOf(tree.frames, r.Cost, tree.own)
 		if j.stopOK {

@@ -42,7 +42,7 @@ func TestEvilIssueContent(t *testing.T) {
 	j := &evilJob{
 		recs: records(true, D, 1000, true, idA, 1000, true, idB, 1010, false, idB, 1030,
 			true, idC, 1030, false, idC, 1100, false, idA, 1120, false, D, 1125),
-		recorded: true, name: "job", kind: beat.KindHTTP, goid: 77, id: 9,
+		rec: recDispatch, name: "job", kind: beat.KindHTTP, goid: 77, id: 9,
 		cost: 125 * time.Millisecond, endMs: 1125, end: end,
 		cpuNs: 50 * int64(time.Millisecond), cpuWall: 125 * time.Millisecond, hasCPU: true,
 	}
@@ -132,17 +132,17 @@ func TestEvilIssueContent(t *testing.T) {
 
 func TestEvilIssueNotRecorded(t *testing.T) {
 	for _, tc := range []struct {
-		recorded bool
-		note     string
-	}{{false, "MATRIX_MAX_BUFFERS"}, {true, "MATRIX_BUFFER_SIZE"}} {
-		j := &evilJob{recorded: tc.recorded, name: "n", cost: 900 * time.Millisecond, endMs: 900}
+		rec  recording
+		note string
+	}{{recNoBuffer, "began (raise MATRIX_RECORD_MEMORY_MB"}, {recShort, "stopped recording (raise MATRIX_RECORD_MEMORY_MB)"}, {recDispatch, "MATRIX_BUFFER_SIZE"}} {
+		j := &evilJob{rec: tc.rec, name: "n", cost: 900 * time.Millisecond, endMs: 900}
 		is := evilIssue(j, nil)
 		c := is.Content
 		if c["recorded"] != false || c["stack"] != "" || c["stackKey"] != "" || is.Key != "" || c["cost"] != int64(900) {
-			t.Errorf("recorded=%v: %v", tc.recorded, c)
+			t.Errorf("recording %v: %v", tc.rec, c)
 		}
 		if note, _ := c["note"].(string); !strings.Contains(note, tc.note) {
-			t.Errorf("recorded=%v: note %q does not mention %s", tc.recorded, note, tc.note)
+			t.Errorf("recording %v: note %q does not mention %s", tc.rec, note, tc.note)
 		}
 		if f := c["frames"].([]Frame); f == nil || len(f) != 0 {
 			t.Errorf("frames %#v, want an empty list", f)
@@ -214,7 +214,7 @@ func TestEvilTracerLifecycleWithoutRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A job handed over before Stop is analysed and reported at Stop.
-	j := &evilJob{recs: records(true, beat.DispatchID, 0, false, beat.DispatchID, 800), recorded: true, name: "x", cost: 800 * time.Millisecond, endMs: 800}
+	j := &evilJob{recs: records(true, beat.DispatchID, 0, false, beat.DispatchID, 800), rec: recDispatch, name: "x", cost: 800 * time.Millisecond, endMs: 800}
 	tr.jobs <- j
 	tr.Stop()
 	q.stopDelivery(time.Second)
@@ -232,8 +232,8 @@ func TestEvilIssueTraceParent(t *testing.T) {
 	const D = beat.DispatchID
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	j := &evilJob{
-		recs:     records(true, D, 0, true, idA, 0, false, idA, 800, false, D, 800),
-		recorded: true, name: "http", kind: beat.KindHTTP,
+		recs: records(true, D, 0, true, idA, 0, false, idA, 800, false, D, 800),
+		rec:  recDispatch, name: "http", kind: beat.KindHTTP,
 		cost: 800 * time.Millisecond, endMs: 800, end: time.Now(),
 		traceCtx: tp,
 	}
@@ -260,7 +260,7 @@ func TestEvilIssueRepeat(t *testing.T) {
 	}
 	evs = append(evs, true, idC, at, false, idC, at+20, false, idA, at+20, false, D, at+20)
 	job := func(rule analysis.RepeatRule) *evilJob {
-		return &evilJob{recs: records(evs...), recorded: true, name: "job", kind: beat.KindHTTP,
+		return &evilJob{recs: records(evs...), rec: recDispatch, name: "job", kind: beat.KindHTTP,
 			cost: time.Duration(at+20-1000) * time.Millisecond, endMs: uint64(at + 20), repeats: rule}
 	}
 	is := evilIssue(job(analysis.RepeatRule{MinCalls: 10, MinPercent: 20}), nil)

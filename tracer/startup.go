@@ -468,12 +468,12 @@ func ReloadFunc(fn func()) {
 				ev.recs = append(ev.recs, all[pre:]...)
 				ev.recs = append(ev.recs, uint64(analysis.MakeRecord(false, analysis.Dispatch, max(ev.endMs, beginMs))))
 			}
-			ev.rec = dispatchRecording(d.Recorded())
+			ev.rec = dispatchRecording(d)
 		default:
 			if d.Recorded() {
 				ev.recs = d.Records(nil)
 			}
-			ev.rec = dispatchRecording(d.Recorded())
+			ev.rec = dispatchRecording(d)
 		}
 		d.End()
 		startup.endWarm(ev)

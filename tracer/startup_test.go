@@ -724,6 +724,8 @@ func TestTreeNote(t *testing.T) {
 		{recDispatch, true, ""},
 		{recDispatch, false, noteWrapped},
 		{recNoBuffer, false, noteNoBuffer},
+		{recShort, false, noteShort},
+		{recShort, true, noteShort},
 		{recOff, false, noteNotRecording},
 		{recWarmMarked, false, noteWarmNoTree},
 		{recStartup, true, ""},
@@ -734,8 +736,5 @@ func TestTreeNote(t *testing.T) {
 		if got := treeNote(c.rec, c.has); got != c.want {
 			t.Errorf("treeNote(%d, %v) = %q, want %q", c.rec, c.has, got, c.want)
 		}
-	}
-	if dispatchRecording(true) != recDispatch || dispatchRecording(false) != recNoBuffer {
-		t.Errorf("dispatchRecording")
 	}
 }

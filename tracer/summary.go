@@ -246,7 +246,7 @@ func (t *SummaryTracer) DispatchEnd(d *beat.Dispatch) {
 	}
 	j := jobPool.Get().(*evilJob)
 	j.recs = d.Records(j.recs[:0])
-	j.recorded = d.Recorded()
+	j.rec = dispatchRecording(d)
 	j.name, j.scene = d.Name(), d.Scene()
 	j.cost, j.endMs = d.Cost(), d.EndMs()
 	select {
@@ -301,7 +301,7 @@ func (t *SummaryTracer) add(j *evilJob, recs []analysis.Record) {
 		t.scenes[scene] = s
 	}
 	s.n++
-	if len(j.recs) == 0 || !j.recorded {
+	if len(j.recs) == 0 || j.rec != recDispatch {
 		s.untraced++
 		s.costs[j.cost.Milliseconds()]++
 		return

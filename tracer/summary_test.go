@@ -64,7 +64,7 @@ func TestSummaryTracerFoldsDispatches(t *testing.T) {
 			evs = append(evs, false, idB, ms)
 		}
 		evs = append(evs, false, idA, ms, false, D, ms+1)
-		return &evilJob{recs: records(evs...), recorded: true, name: scene, cost: time.Duration(ms+1) * time.Millisecond, endMs: uint64(ms + 1)}
+		return &evilJob{recs: records(evs...), rec: recDispatch, name: scene, cost: time.Duration(ms+1) * time.Millisecond, endMs: uint64(ms + 1)}
 	}
 	for _, j := range []*evilJob{job("GET /a", 1), job("GET /a", 1), job("GET /a", 30), job("GET /b", 2)} {
 		st.jobs <- j
@@ -115,7 +115,7 @@ func TestSummaryTracerKeepsEveryCall(t *testing.T) {
 	if err := st.Start(sink); err != nil {
 		t.Fatal(err)
 	}
-	st.jobs <- &evilJob{recs: records(evs...), recorded: true, name: "loop", cost: time.Duration(ms) * time.Millisecond, endMs: uint64(ms)}
+	st.jobs <- &evilJob{recs: records(evs...), rec: recDispatch, name: "loop", cost: time.Duration(ms) * time.Millisecond, endMs: uint64(ms)}
 	st.Stop()
 	r := sink.issues[0].Report.(*SummaryReport)
 	calls := map[string]int64{}

@@ -219,7 +219,8 @@ func repeatBound(kind uint8, text string) (string, *RepeatBound) {
 
 // Notes of a slow call without a call tree.
 const (
-	noteNoBuffer = "no call tree: every recording buffer was in use when the dispatch began (raise MATRIX_MAX_BUFFERS)"
+	noteNoBuffer = "no call tree: the recording memory was all in use when the dispatch began (raise MATRIX_RECORD_MEMORY_MB or MATRIX_MAX_BUFFERS)"
+	noteShort    = "no call tree: the recording memory was all in use when the dispatch needed more of it, and it stopped recording (raise MATRIX_RECORD_MEMORY_MB)"
 	noteWrapped  = "no call tree: the dispatch made more calls than its buffer holds and its oldest records were overwritten (raise MATRIX_BUFFER_SIZE)"
 )
 
@@ -230,19 +231,22 @@ type recording int
 const (
 	recDispatch       recording = iota // by a dispatch, into its buffer
 	recNoBuffer                        // by none: the dispatch began with every buffer in use
+	recShort                           // by a dispatch that ran out of recording memory
 	recOff                             // by none: the recorder was not running
 	recWarmMarked                      // by none: a warm start-up marked with Reload and Ready
 	recStartup                         // on the start-up ring, during package initialisation
 	recStartupWrapped                  // on the start-up ring, which overflowed
 )
 
-// dispatchRecording is the recording of a dispatch that had a buffer
-// (recorded) or not.
-func dispatchRecording(recorded bool) recording {
-	if recorded {
-		return recDispatch
+// dispatchRecording is the recording of dispatch d.
+func dispatchRecording(d *beat.Dispatch) recording {
+	switch {
+	case !d.Recorded():
+		return recNoBuffer
+	case d.Short():
+		return recShort
 	}
-	return recNoBuffer
+	return recDispatch
 }
 
 // treeNote explains a report without a call tree, given how its records
@@ -252,6 +256,8 @@ func treeNote(rec recording, has bool) string {
 	switch rec {
 	case recNoBuffer:
 		return noteNoBuffer
+	case recShort:
+		return noteShort
 	case recOff:
 		return noteNotRecording
 	case recWarmMarked:

@@ -144,6 +144,8 @@ const (
 	EnvBufferSize = "MATRIX_BUFFER_SIZE"
 	// EnvMaxBuffers is the number of dispatches recorded at once.
 	EnvMaxBuffers = "MATRIX_MAX_BUFFERS"
+	// EnvRecordMemoryMB bounds the recording buffers' memory, in MiB.
+	EnvRecordMemoryMB = "MATRIX_RECORD_MEMORY_MB"
 	// EnvMaxChildren is the number of goroutines started inside one
 	// dispatch that record into it.
 	EnvMaxChildren = "MATRIX_MAX_CHILDREN"
@@ -182,6 +184,7 @@ const (
 	maxEnvThresholdMs = 24 * 60 * 60 * 1000
 	maxEnvBufferSize  = 1 << 24 // 128 MiB per buffer
 	maxEnvMaxBuffers  = 1 << 12
+	maxEnvRecordMB    = 1 << 16 // 64 GiB
 	maxEnvMaxChildren = 1 << 12
 	maxEnvQueueSize   = 1 << 20
 )
@@ -201,6 +204,8 @@ const (
 //	                          (1..100)
 //	MATRIX_BUFFER_SIZE        records per recording buffer (1..16777216)
 //	MATRIX_MAX_BUFFERS        dispatches recorded at once (1..4096)
+//	MATRIX_RECORD_MEMORY_MB   memory of the recording buffers in MiB
+//	                          (1..65536; default 64)
 //	MATRIX_MAX_CHILDREN       goroutines recorded per dispatch (0..4096)
 //	MATRIX_CHILD_BUFFER_SIZE  records per such goroutine (1..16777216)
 //	MATRIX_QUEUE_SIZE         issues queued for the listeners (1..1048576)
@@ -242,6 +247,9 @@ func ConfigFromEnv(getenv func(string) string) (TraceConfig, error) {
 	p.intVar(EnvRepeatMinPercent, 1, 100, &cfg.Repeats.MinPercent)
 	p.intVar(EnvBufferSize, 1, maxEnvBufferSize, &cfg.Beat.BufferSize)
 	p.intVar(EnvMaxBuffers, 1, maxEnvMaxBuffers, &cfg.Beat.MaxBuffers)
+	if mb := 0; p.intVar(EnvRecordMemoryMB, 1, maxEnvRecordMB, &mb) {
+		cfg.Beat.RecordMemory = mb << 20
+	}
 	maxKids := -1
 	p.intVar(EnvMaxChildren, 0, maxEnvMaxChildren, &maxKids)
 	switch maxKids {

@@ -1,7 +1,7 @@
 // Package memory measures group 5 of BENCHMARKS.md: what the recorder
 // costs in memory per recording goroutine, and that its total stays
-// within the configured bound (MaxBuffers × BufferSize × 8 bytes) when
-// 10,000 goroutines are inside a dispatch at once.
+// within the configured bound (the recording memory, Config.RecordMemory)
+// when 10,000 goroutines are inside a dispatch at once.
 //
 //	go test -toolexec="$MATRIXEXEC" -run '^$' -bench . -benchtime=1x ./memory
 //
@@ -30,7 +30,7 @@ func BenchmarkDispatches10k(b *testing.B) {
 		b.Skip("not built with -toolexec=matrixexec")
 	}
 	for _, cfg := range []beat.Config{
-		{}, // the defaults: 65536 records (512 KiB) × 64 buffers
+		{}, // the defaults: buffers of 65536 records (512 KiB), 64 MiB
 		{BufferSize: 4096, MaxBuffers: 1024},
 	} {
 		name := "default"
@@ -78,8 +78,7 @@ func measure(b *testing.B, cfg beat.Config) {
 	beat.Stop()
 	after, rss2 := snapshot()
 
-	size := st.BufferBytes / 8
-	bound := float64(st.MaxBuffers * size * 8)
+	bound := float64(st.RecordMemory)
 	heap := float64(during.HeapAlloc) - float64(before.HeapAlloc)
 	buffers := float64(st.Buffers * st.BufferBytes)
 	b.ReportMetric(float64(st.BufferBytes), "buffer-B")
@@ -87,6 +86,7 @@ func measure(b *testing.B, cfg beat.Config) {
 	b.ReportMetric(float64(st.Buffers), "buffers")
 	b.ReportMetric(float64(st.NotRecorded-notRec0), "not-recorded")
 	b.ReportMetric(bound, "bound-B")
+	b.ReportMetric(float64(st.RecordBytes), "record-B")
 	b.ReportMetric(buffers, "buffers-B")
 	b.ReportMetric(heap, "heap-delta-B")
 	onHeap := buffers // Linux maps the buffers outside the heap

@@ -104,6 +104,7 @@ type matrixRing struct {
 	buf   unsafe.Pointer
 	mask  uint64
 	n     uint64
+	lim   uint64
 	outer unsafe.Pointer
 	frame uintptr
 	state uint32
@@ -120,6 +121,8 @@ type matrixRing struct {
 
 	alloc  uint64
 	allocs uint64
+
+	short uint32
 }
 
 // The view must match abi.Ring field for field: an array length that is
@@ -157,6 +160,10 @@ var (
 	_ [matrixRingAllocOffset - unsafe.Offsetof(matrixRing{}.alloc)]struct{}
 	_ [unsafe.Offsetof(matrixRing{}.allocs) - matrixRingAllocsOffset]struct{}
 	_ [matrixRingAllocsOffset - unsafe.Offsetof(matrixRing{}.allocs)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.lim) - matrixRingLimOffset]struct{}
+	_ [matrixRingLimOffset - unsafe.Offsetof(matrixRing{}.lim)]struct{}
+	_ [unsafe.Offsetof(matrixRing{}.short) - matrixRingShortOffset]struct{}
+	_ [matrixRingShortOffset - unsafe.Offsetof(matrixRing{}.short)]struct{}
 	_ [unsafe.Sizeof(matrixRing{}) - matrixRingSize]struct{}
 	_ [matrixRingSize - unsafe.Sizeof(matrixRing{})]struct{}
 )
@@ -198,7 +205,7 @@ func init() {
 	}
 	if gogetenv("MATRIX_REPORT") != "" && gogetenv("MATRIX_STARTUP") != "off" {
 		buf := make([]uint64, matrixStartupSize)
-		matrixStartup = &matrixRing{buf: unsafe.Pointer(&buf[0]), mask: matrixStartupSize - 1}
+		matrixStartup = &matrixRing{buf: unsafe.Pointer(&buf[0]), mask: matrixStartupSize - 1, lim: ^uint64(0)}
 		getg().matrixBeat = unsafe.Pointer(matrixStartup)
 		matrixStartupOn = true
 		matrixOn.v = 1
@@ -459,8 +466,10 @@ func matrixEnter(id uint32) bool {
 		}
 		return false
 	}
-	*(*uint64)(add(r.buf, uintptr(r.n&r.mask)*8)) = matrixEnterBit | uint64(id&matrixIDMask)<<matrixIDShift | matrixClk.now&matrixTimeMask
-	matrixPublish(r)
+	if r.n < r.lim || matrixMore(r) {
+		*(*uint64)(add(r.buf, uintptr(r.n&r.mask)*8)) = matrixEnterBit | uint64(id&matrixIDMask)<<matrixIDShift | matrixClk.now&matrixTimeMask
+		matrixPublish(r)
+	}
 	return true
 }
 
@@ -473,8 +482,46 @@ func matrixExit(id uint32) {
 		}
 		return
 	}
-	*(*uint64)(add(r.buf, uintptr(r.n&r.mask)*8)) = uint64(id&matrixIDMask)<<matrixIDShift | matrixClk.now&matrixTimeMask
-	matrixPublish(r)
+	if r.n < r.lim || matrixMore(r) {
+		*(*uint64)(add(r.buf, uintptr(r.n&r.mask)*8)) = uint64(id&matrixIDMask)<<matrixIDShift | matrixClk.now&matrixTimeMask
+		matrixPublish(r)
+	}
+}
+
+// matrixChunks is the number of chunks of recording memory (abi.ChunkRecords
+// records each) that no ring holds: beat adds its bound when it starts and
+// takes a chunk for each buffer it makes (matrixChunkAdd); a ring that has
+// written all its chunks hold takes one more here (matrixMore), and beat
+// gives them back when its dispatch ends. It may be negative for a while
+// after a restart, until the rings of the stopped recorder give theirs back.
+var matrixChunks int64
+
+//go:linkname matrixChunkAdd
+func matrixChunkAdd(n int64) int64 { return atomic.Xaddint64(&matrixChunks, n) }
+
+// matrixMore is called when ring r has written r.lim records, before the
+// next: it gives the ring another chunk of recording memory and reports
+// whether the record may be written. A ring that holds its whole buffer
+// wraps from then on. A ring that finds no chunk left is short: nothing
+// more is written into it (its records stop where its memory did) and
+// its dispatch reports no call tree.
+//
+//go:nosplit
+func matrixMore(r *matrixRing) bool {
+	if r.lim > r.mask {
+		r.lim = ^uint64(0)
+		return true
+	}
+	if r.short != 0 {
+		return false
+	}
+	if atomic.Xaddint64(&matrixChunks, -1) >= 0 {
+		r.lim += matrixChunkRecords
+		return true
+	}
+	atomic.Xaddint64(&matrixChunks, 1)
+	atomic.Store(&r.short, 1)
+	return false
 }
 
 // matrixPublish counts the record just written, with release ordering: a
@@ -1119,6 +1166,9 @@ const (
 //
 //go:nosplit
 func matrixPut(r *matrixRing, w uint64) {
+	if r.n >= r.lim && !matrixMore(r) {
+		return
+	}
 	*(*uint64)(add(r.buf, uintptr(r.n&r.mask)*8)) = w
 	r.n++
 }
@@ -1559,7 +1609,7 @@ func matrixKidGet() *matrixRing {
 			return nil
 		}
 		buf := make([]uint64, size)
-		k := &matrixKid{ring: matrixRing{buf: unsafe.Pointer(&buf[0]), mask: size - 1}}
+		k := &matrixKid{ring: matrixRing{buf: unsafe.Pointer(&buf[0]), mask: size - 1, lim: ^uint64(0)}}
 		c = &k.ring
 	}
 	return c

@@ -9,7 +9,7 @@ import (
 // whose matrix module (beat, the tracers) was written for another version:
 // the runtime it patches and the recorder it links must agree on every
 // value below. Bump it whenever a value or a linkname signature changes.
-const Version = 11
+const Version = 12
 
 // Record layout: one packed 64-bit word per event, the layout of Matrix's
 // AppMethodBeat buffer. Bit 63 is set on a method enter; bits 62..43 hold
@@ -314,6 +314,12 @@ type Ring struct {
 	Mask uint64
 	// N counts the records written so far.
 	N uint64
+	// Lim is the number of records the ring's memory holds so far: the
+	// writer that has written Lim records takes another chunk of
+	// ChunkRecords records from the process's recording memory before it
+	// writes the next (see ChunkRecords). A ring whose whole buffer is
+	// its own has Lim ^0: it wraps, its oldest records overwritten.
+	Lim uint64
 	// Outer is the slot's value before the ring was installed: an
 	// enclosing dispatch, the start-up ring or nil. It is put back when the
 	// ring's dispatch ends or is abandoned.
@@ -368,7 +374,20 @@ type Ring struct {
 	// rounding to a size class): written by that goroutine only.
 	Alloc  uint64
 	Allocs uint64
+
+	// Short is set (atomically, to 1) when the ring needed another chunk
+	// and the process's recording memory had none: its writer writes no
+	// more records into it, and its records are not a call tree.
+	Short uint32
 }
+
+// ChunkRecords is the number of records in a chunk of recording memory
+// (16 KiB). A dispatch's buffer is address space of BufferSize records,
+// of which the system backs what is written; the process's recording
+// memory, a bound in bytes, is counted in chunks: a buffer holds one
+// while it exists, and a dispatch takes one more each time it has
+// written all its chunks hold, giving those back as it ends.
+const ChunkRecords = 1 << 11
 
 // Ring states.
 const (
@@ -396,6 +415,8 @@ const (
 	RingRefsOffset    = unsafe.Offsetof(Ring{}.Refs)
 	RingAllocOffset   = unsafe.Offsetof(Ring{}.Alloc)
 	RingAllocsOffset  = unsafe.Offsetof(Ring{}.Allocs)
+	RingLimOffset     = unsafe.Offsetof(Ring{}.Lim)
+	RingShortOffset   = unsafe.Offsetof(Ring{}.Short)
 	RingSize          = unsafe.Sizeof(Ring{})
 )
 
@@ -505,6 +526,9 @@ const (
 	matrixRingRefsOffset  = %d
 	matrixRingAllocOffset = %d
 	matrixRingAllocsOffset = %d
+	matrixRingLimOffset  = %d
+	matrixRingShortOffset = %d
+	matrixChunkRecords   = %d
 	matrixRingSize       = %d
 	matrixNameTableNextOffset = %d
 	matrixNameTableDataOffset = %d
@@ -543,7 +567,7 @@ const (
 		FlagPadBefore, FlagPadAfter, RingMaskOffset, RingNOffset,
 		RingOuterOffset, RingFrameOffset, RingStateOffset,
 		RingKidsOffset, RingRootOffset, RingListOffset, RingBeginOffset, RingEndOffset,
-		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset, RingAllocOffset, RingAllocsOffset,
+		RingMaxKidsOffset, RingLostOffset, RingSeqOffset, RingRefsOffset, RingAllocOffset, RingAllocsOffset, RingLimOffset, RingShortOffset, ChunkRecords,
 		RingSize, NameTableNextOffset, NameTableDataOffset, NameTableSize, RingRunning, RingEnded, RingAbandoned,
 		ExtID, ExtWait, ExtSyscall, ExtRunnable, ExtGo, ExtGoWords, ExtRecover, ExtRecoverGoexit, ExtBound, ExtBoundWords, ExtWake, ExtWakePCs, ExtGoHandoff, ExtKindShift, ExtReasonShift, ExtMaxPCs,
 		ExtSample, SamplePeriodMs, SampleSlots, SampleSlotSamples, SampleMaxPCs, SampleHeaderWords, SampleWords, SampleCPU, SampleAlloc, SampleAllocShift)
