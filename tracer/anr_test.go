@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -378,12 +379,15 @@ func TestWatchdogTickPanicRecovered(t *testing.T) {
 // ---- with the recorder ----
 
 // stuckDispatch runs a dispatch named name on a new goroutine: it enters
-// idA and idB and parks in parkedForTest until release is closed.
+// idA and idB and parks in parkedForTest until release is closed. It
+// returns once the dispatch has begun.
 func stuckDispatch(name string, release chan struct{}) (done chan struct{}) {
 	done = make(chan struct{})
+	started := make(chan struct{})
 	go func() {
 		defer close(done)
 		beat.Run(name, func() {
+			close(started)
 			beat.Enter(idA)
 			beat.Enter(idB)
 			parkedForTest(release)
@@ -391,6 +395,7 @@ func stuckDispatch(name string, release chan struct{}) (done chan struct{}) {
 			beat.Exit(idA)
 		})
 	}()
+	<-started
 	return done
 }
 
@@ -571,9 +576,10 @@ func TestANRDroppedWhenWatchdogLate(t *testing.T) {
 	w := newWatchdog(tr, &r)
 	release := make(chan struct{})
 	done := stuckDispatch("frozen", release)
-	time.Sleep(150 * time.Millisecond)
-	w.tick(time.Now(), 7*time.Second)
-	w.tick(time.Now(), 0)
+	// Ticks 150 ms on: past both thresholds.
+	later := time.Now().Add(150 * time.Millisecond)
+	w.tick(later, 7*time.Second)
+	w.tick(later, 0)
 	close(release)
 	<-done
 	issues := byDetail(r.all())
@@ -588,8 +594,7 @@ func TestANRDroppedWhenWatchdogLate(t *testing.T) {
 	w = newWatchdog(tr, &r)
 	release = make(chan struct{})
 	done = stuckDispatch("late-but-not-frozen", release)
-	time.Sleep(150 * time.Millisecond)
-	w.tick(time.Now(), 5900*time.Millisecond)
+	w.tick(time.Now().Add(150*time.Millisecond), 5900*time.Millisecond)
 	close(release)
 	<-done
 	if n := len(byDetail(r.all())[DetailANR]); n != 1 {
@@ -617,14 +622,14 @@ func TestANRDynamicSwitch(t *testing.T) {
 	w := newWatchdog(tr, &r)
 	release := make(chan struct{})
 	done := stuckDispatch("switched", release)
-	time.Sleep(150 * time.Millisecond)
-	w.tick(time.Now(), 0)
+	later := time.Now().Add(150 * time.Millisecond)
+	w.tick(later, 0)
 	if n := len(r.all()); n != 0 {
 		t.Errorf("switched off: %d issues", n)
 	}
 	on.Store(true)
-	w.tick(time.Now(), 0)
-	w.tick(time.Now(), 0)
+	w.tick(later, 0)
+	w.tick(later, 0)
 	close(release)
 	<-done
 	if issues := byDetail(r.all()); len(issues[DetailLag]) != 1 || len(issues[DetailANR]) != 1 {
@@ -790,4 +795,65 @@ func TestStackDumpsRateLimited(t *testing.T) {
 		t.Error("no LAG has a threadStack")
 	}
 	t.Logf("%d LAGs in %v: %d stack dumps, %d with a threadStack", n, elapsed, s.StackDumps, withStack)
+}
+
+// The watchdog's decisions depend on the time its tick is given, not on
+// how long the test waits: ticks at chosen times after a dispatch began
+// give a LAG once its age reaches the LAG threshold and an ANR once it
+// reaches the ANR threshold, each once, with the age of that tick as the
+// cost, and a frozen tick drops the ANR.
+func TestWatchdogTicksOnAGivenClock(t *testing.T) {
+	requireLinked(t)
+	if err := beat.Start(beat.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	defer beat.Stop()
+	for _, tc := range []struct {
+		name string
+		late time.Duration // of the tick at the ANR threshold
+		want []string      // detail and cost of each report, in order
+	}{
+		{"on-time", 0, []string{"LAG 300", "ANR 700"}},
+		{"frozen", DefaultWatchdogLateLimit, []string{"LAG 300"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewANRTracer(ANRConfig{Lag: 300 * time.Millisecond, ANR: 700 * time.Millisecond})
+			var r countReporter
+			w := newWatchdog(tr, &r)
+			started, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				beat.Run(tc.name, func() { close(started); <-release })
+			}()
+			<-started
+			var start time.Time
+			beat.Running(func(d *beat.Dispatch) {
+				if d.Name() == tc.name {
+					start = d.Start()
+				}
+			})
+			if start.IsZero() {
+				t.Fatal("the dispatch is not running")
+			}
+			for _, at := range []struct {
+				age  time.Duration
+				late time.Duration
+			}{{299 * time.Millisecond, 0}, {300 * time.Millisecond, 0}, {450 * time.Millisecond, 0},
+				{699 * time.Millisecond, 0}, {700 * time.Millisecond, tc.late}, {900 * time.Millisecond, 0}} {
+				w.tick(start.Add(at.age), at.late)
+			}
+			close(release)
+			<-done
+			var got []string
+			for _, is := range r.all() {
+				// (The test's own dispatch is running too.)
+				if is.Content["name"] == tc.name {
+					got = append(got, fmt.Sprint(is.Content["detail"], " ", is.Content["cost"]))
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("reports %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
