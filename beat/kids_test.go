@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,6 +143,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// waitParked waits, for up to 10 s, until goroutine goid is parked for
+// reason ("select", "chan receive", …) as a goroutine dump shows it, and
+// reports whether it was.
+func waitParked(goid uint64, reason string) bool {
+	head := "goroutine " + strconv.FormatUint(goid, 10) + " [" + reason
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		n := runtime.Stack(buf, true)
+		for _, block := range strings.Split(string(buf[:n]), "\n\n") {
+			if strings.HasPrefix(block, head+"]") || strings.HasPrefix(block, head+",") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestGoroutineOutlivesItsDispatch: the dispatch's end does not wait for
@@ -321,7 +340,9 @@ func TestWorkerHandedWorkRecordsIntoDispatch(t *testing.T) {
 	o := observeKids(t, Config{})
 	jobs, done := make(chan int), make(chan uint64)
 	stop := make(chan struct{})
+	workerID := make(chan uint64)
 	go func() {
+		workerID <- rtGoid()
 		for {
 			select {
 			case <-jobs:
@@ -334,7 +355,9 @@ func TestWorkerHandedWorkRecordsIntoDispatch(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(10 * time.Millisecond) // the worker parks
+	if w := <-workerID; !waitParked(w, "select") {
+		t.Fatalf("the worker (goroutine %d) never parked", w)
+	}
 	before := ReadStats()
 	var worker uint64
 	Run("handoff", func() {
@@ -380,10 +403,13 @@ func TestWorkerHandedWorkRecordsIntoDispatch(t *testing.T) {
 	// parent waiting for it to finish, as the testing package's runner
 	// waits for a test) hands it nothing.
 	signal := make(chan int)
+	parent := rtGoid()
 	go func() {
 		Run("signal", func() {
 			Enter(7)
-			time.Sleep(10 * time.Millisecond) // the parent parks
+			if !waitParked(parent, "chan receive") {
+				t.Errorf("the parent (goroutine %d) never parked", parent)
+			}
 			signal <- 1
 			Exit(7)
 		})
