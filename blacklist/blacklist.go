@@ -9,17 +9,14 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-)
 
-// SelfModule is the module path of this project. Its packages are linked into
-// user binaries and are never instrumented, except the "examples" and
-// "integration/testdata" subtrees.
-const SelfModule = "github.com/matrixgo/matrix"
+	"github.com/matrixgo/matrix/internal/self"
+)
 
 // AutoTracerPkg is the tracer package, with every sink, that zero-code
 // mode links into main packages by default (with the OTLP sink):
 // importing it starts the tracers from the environment.
-const AutoTracerPkg = SelfModule + "/tracer/auto"
+const AutoTracerPkg = self.Module + "/tracer/auto"
 
 // LocalTracerPkg is the tracer package zero-code mode links when the
 // build leaves the OTLP sink out: the same without it.

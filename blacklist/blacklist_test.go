@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/matrixgo/matrix/internal/self"
 )
 
 func mustParse(t testing.TB, src string) *Rules {
@@ -301,20 +303,20 @@ func TestDefaults(t *testing.T) {
 		{"example.com/runtime", false, true, ""},
 		{"Cx", false, true, ""},
 		{"vendor/example.com/x", false, true, ""},
-		{SelfModule, false, false, "self"},
-		{SelfModule + "/beat", false, false, "self"},
-		{SelfModule + "/beat/internal/ring", false, false, "self"},
-		{SelfModule + "/tracer", false, false, "self"},
-		{SelfModule + "/tracer/analysis", false, false, "self"},
-		{SelfModule + "/cmd/matrixexec", false, false, "self"},
-		{SelfModule + "/integration", false, false, "self"},
-		{SelfModule + "/examples", false, true, ""},
-		{SelfModule + "/examples/httpdemo", false, true, ""},
-		{SelfModule + "/examplesx", false, false, "self"},
-		{SelfModule + "/integration/testdata/generics", false, true, ""},
-		{SelfModule + "/integration/testdataX", false, false, "self"},
-		{SelfModule + "x/beat", false, true, ""},
-		{SelfModule + "/beat [" + SelfModule + "/beat.test]", false, false, "self"},
+		{self.Module, false, false, "self"},
+		{self.Module + "/beat", false, false, "self"},
+		{self.Module + "/beat/internal/ring", false, false, "self"},
+		{self.Module + "/tracer", false, false, "self"},
+		{self.Module + "/tracer/analysis", false, false, "self"},
+		{self.Module + "/cmd/matrixexec", false, false, "self"},
+		{self.Module + "/integration", false, false, "self"},
+		{self.Module + "/examples", false, true, ""},
+		{self.Module + "/examples/httpdemo", false, true, ""},
+		{self.Module + "/examplesx", false, false, "self"},
+		{self.Module + "/integration/testdata/generics", false, true, ""},
+		{self.Module + "/integration/testdataX", false, false, "self"},
+		{self.Module + "x/beat", false, true, ""},
+		{self.Module + "/beat [" + self.Module + "/beat.test]", false, false, "self"},
 		{"example.com/app", false, true, ""},
 		{"example.com/app [example.com/app.test]", false, true, ""},
 		{"main", false, true, ""},
@@ -325,8 +327,8 @@ func TestDefaults(t *testing.T) {
 		checkFuncs(t, r, []funcCase{
 			{"example.com/app", "main", true, ""},
 			{"runtime", "gopark", false, "std"},
-			{SelfModule + "/beat", "(*Ring).Push", false, "self"},
-			{SelfModule + "/examples/x", "F", true, ""},
+			{self.Module + "/beat", "(*Ring).Push", false, "self"},
+			{self.Module + "/examples/x", "F", true, ""},
 		})
 		if s := r.String(); s != "" {
 			t.Errorf("String() of default rules = %q", s)
@@ -353,13 +355,13 @@ func TestDefaultsCannotBeOverridden(t *testing.T) {
 		{"runtime", true, false, "std"},
 		{"runtime", false, false, "std"},
 		{"internal/abi", false, false, "std"},
-		{SelfModule + "/beat", false, false, "self"},
+		{self.Module + "/beat", false, false, "self"},
 		{"example.com/x", false, true, ""},
 	})
 	checkFuncs(t, r, []funcCase{
 		{"runtime", "gopark", false, "std"},
 		{"internal/abi", "FuncPCABI0", false, "std"},
-		{SelfModule + "/beat", "Enter", false, "self"},
+		{self.Module + "/beat", "Enter", false, "self"},
 	})
 }
 

@@ -97,7 +97,7 @@
 //     effect. For safety, "runtime", "runtime/...", "internal/...", "unsafe",
 //     "C" and the vendored "vendor/golang.org/x/..." are excluded even when the
 //     caller does not report them as -std;
-//   - this module ([SelfModule]) and every package below it — the recorder
+//   - this module (self.Module) and every package below it — the recorder
 //     (beat), the tracers and everything else that is linked into user
 //     binaries — except its "examples" and "integration/testdata" subtrees,
 //     which are ordinary user code used to demonstrate and test the tool.

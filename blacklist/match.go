@@ -1,6 +1,10 @@
 package blacklist
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/matrixgo/matrix/internal/self"
+)
 
 // The reason tokens returned by [Rules.Package] and [Rules.Func] when
 // something must not be instrumented.
@@ -8,7 +12,7 @@ const (
 	// ReasonStd is the reason for a standard library package (compiled
 	// with -std) or one of the runtime paths that are never instrumented.
 	ReasonStd = "std"
-	// ReasonSelf is the reason for a package of this module ([SelfModule])
+	// ReasonSelf is the reason for a package of this module (self.Module)
 	// that is linked into user binaries.
 	ReasonSelf = "self"
 	// ReasonKeepPackage is the reason for a package excluded by a
@@ -34,11 +38,11 @@ var builtinStd = []string{
 // builtinStdExact lists the packages that are never instrumented.
 var builtinStdExact = []string{"unsafe", "C"}
 
-// selfInstrumentable lists the subtrees of SelfModule that are ordinary user
+// selfInstrumentable lists the subtrees of self.Module that are ordinary user
 // code and may be instrumented.
 var selfInstrumentable = []string{
-	SelfModule + "/examples",
-	SelfModule + "/integration/testdata",
+	self.Module + "/examples",
+	self.Module + "/integration/testdata",
 }
 
 // Package reports whether package path (compiled with -std iff std) may be instrumented at all, and if not, a short reason token ("std", "self", "keeppackage", "not-allowed").
@@ -142,7 +146,7 @@ func isBuiltinStd(path string) bool {
 }
 
 func isSelf(path string) bool {
-	return matchPrefix(SelfModule, path) && !matchAny(selfInstrumentable, path)
+	return matchPrefix(self.Module, path) && !matchAny(selfInstrumentable, path)
 }
 
 func matchAny(prefixes []string, path string) bool {

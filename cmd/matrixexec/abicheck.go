@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/internal/abi"
+	"github.com/matrixgo/matrix/internal/self"
 	"github.com/matrixgo/matrix/rewrite"
 )
 
@@ -97,7 +97,7 @@ func checkBeatABI(c *toolcmd.Cmd) error {
 func abiSkew(module string) error {
 	return fmt.Errorf("matrixexec %s speaks recorder ABI %d, but the program's %s module has ABI %s: "+
 		"use the same version of both (go get %s@%s, or install the matrixexec of the module's version with go install %s/cmd/matrixexec)",
-		version(), abi.Version, blacklist.SelfModule, module, blacklist.SelfModule, version(), blacklist.SelfModule)
+		version(), abi.Version, self.Module, module, self.Module, version(), self.Module)
 }
 
 // abiVersionOf reads the constant Version from the abi source file.

@@ -12,12 +12,12 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 	"github.com/matrixgo/matrix/idalloc"
 	"github.com/matrixgo/matrix/inject"
+	"github.com/matrixgo/matrix/internal/self"
 	"github.com/matrixgo/matrix/pgohot"
 	"github.com/matrixgo/matrix/rewrite"
 )
@@ -25,12 +25,12 @@ import (
 // beatPkg is the recorder's public package. Under matrixexec its plain
 // (no-op) binding to the runtime is swapped for the linked one.
 const (
-	beatPkg        = blacklist.SelfModule + "/beat"
-	abiPkg         = blacklist.SelfModule + "/internal/abi"
+	beatPkg        = self.Module + "/beat"
+	abiPkg         = self.Module + "/internal/abi"
 	beatPlainFile  = "runtime_plain.go"
 	beatLinkedFile = "runtime_linked.go"
 	// The start-up tracer's binding to the runtime's serve hook.
-	tracerPkg        = blacklist.SelfModule + "/tracer"
+	tracerPkg        = self.Module + "/tracer"
 	tracerPlainFile  = "serve_plain.go"
 	tracerLinkedFile = "serve_linked.go"
 	compileToolName  = "compile"
@@ -210,7 +210,7 @@ func compilePackage(cfg *config, args []string, routes bool, stdin io.Reader, st
 // so do the module's commands.
 func omitsDWARF(c *toolcmd.Cmd) bool {
 	pkg := c.SymbolPkg()
-	if !strings.HasPrefix(pkg, blacklist.SelfModule+"/") || strings.HasPrefix(pkg, blacklist.SelfModule+"/cmd/") {
+	if !strings.HasPrefix(pkg, self.Module+"/") || strings.HasPrefix(pkg, self.Module+"/cmd/") {
 		return false
 	}
 	for _, f := range c.Flags {

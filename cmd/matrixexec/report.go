@@ -10,9 +10,9 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/reportcmd"
 	"github.com/matrixgo/matrix/internal/modversion"
+	"github.com/matrixgo/matrix/internal/self"
 )
 
 // forward runs a report command in matrixreport (see package reportcmd),
@@ -26,7 +26,7 @@ func forward(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writ
 	cmd := exec.Command(tool, args...)
 	cmd.Env = append(os.Environ(),
 		reportcmd.EnvMap+"="+cfg.mapFile(),
-		reportcmd.EnvVersion+"="+modversion.Running(blacklist.SelfModule))
+		reportcmd.EnvVersion+"="+modversion.Running(self.Module))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	err = cmd.Run()
 	var ee *exec.ExitError

@@ -20,6 +20,7 @@ import (
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/zerocode"
 	"github.com/matrixgo/matrix/internal/modversion"
+	"github.com/matrixgo/matrix/internal/self"
 )
 
 // toolexec runs the tool cmd/go asked for, instrumenting compiles.
@@ -287,7 +288,7 @@ func loadRules(cfg *config) (*blacklist.Rules, error) {
 // (never "devel": cmd/go would take the compiler for a development
 // toolchain).
 func version() string {
-	if v := modversion.Running(blacklist.SelfModule); v != "" {
+	if v := modversion.Running(self.Module); v != "" {
 		return v
 	}
 	return "dev"

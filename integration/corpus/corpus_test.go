@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/idalloc"
+	"github.com/matrixgo/matrix/internal/self"
 	"github.com/matrixgo/matrix/internal/testgo"
 )
 
@@ -281,7 +281,7 @@ func (r *runner) run(t *testing.T, m module, variants []variant) *result {
 		if len(why) > 0 {
 			t.Logf("recording builds the tracer in the module's own graph, not in this checkout (MATRIX_ZEROCODE_MODULE), which would link two builds of a package:\n\t%s\n"+
 				"so the module's go.mod requires %s, replaced by this checkout, in all its runs",
-				strings.Join(why, "\n\t"), blacklist.SelfModule)
+				strings.Join(why, "\n\t"), self.Module)
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/matrixgo/matrix/blacklist"
+	"github.com/matrixgo/matrix/internal/self"
 )
 
 // replacedVersion is the version a go.mod requires of a module that only a
@@ -163,8 +164,8 @@ func (r *runner) ownGraph(dir string) ([]string, error) {
 		return nil, nil
 	}
 	for _, args := range [][]string{
-		{"mod", "edit", "-replace=" + blacklist.SelfModule + "=" + r.root},
-		{"get", blacklist.SelfModule + "@" + replacedVersion},
+		{"mod", "edit", "-replace=" + self.Module + "=" + r.root},
+		{"get", self.Module + "@" + replacedVersion},
 	} {
 		if out, err := r.goCmd(dir, args...).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)

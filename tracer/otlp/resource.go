@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/matrixgo/matrix/internal/modversion"
+	"github.com/matrixgo/matrix/internal/self"
 	"github.com/matrixgo/matrix/internal/uuidv4"
 )
 
@@ -21,7 +22,7 @@ const SchemaURL = "https://opentelemetry.io/schemas/1.34.0"
 const SDKName = "matrix"
 
 // modulePath is the module whose version is the scope's and the SDK's.
-const modulePath = "github.com/matrixgo/matrix"
+const modulePath = self.Module
 
 // Resource describes the process the spans come from.
 type Resource struct {

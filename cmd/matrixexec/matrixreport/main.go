@@ -22,16 +22,16 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/commands"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/defaults"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/gocmd"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/reportcmd"
 	"github.com/matrixgo/matrix/internal/modversion"
+	"github.com/matrixgo/matrix/internal/self"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Getenv, modversion.Running(blacklist.SelfModule)))
+	os.Exit(run(os.Args[1:], os.Getenv, modversion.Running(self.Module)))
 }
 
 // run is main without the process, for a matrixreport of the given version
@@ -50,7 +50,7 @@ func run(args []string, getenv func(string) string, version string) int {
 	}
 	if theirs := getenv(reportcmd.EnvVersion); theirs != "" && version != "" && theirs != version {
 		fmt.Fprintf(os.Stderr, "%s: warning: matrixexec is %s but %s, which runs its report commands, is %s: install both from one version (go install %s/cmd/matrixexec/...@%s)\n",
-			name, theirs, reportcmd.Tool, version, blacklist.SelfModule, theirs)
+			name, theirs, reportcmd.Tool, version, self.Module, theirs)
 	}
 	err := commands.Run(args, mapFile(getenv), os.Stdin, os.Stdout, os.Stderr)
 	var code commands.ExitError

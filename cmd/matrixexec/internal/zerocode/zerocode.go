@@ -35,6 +35,7 @@ import (
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
 	"github.com/matrixgo/matrix/inject"
 	"github.com/matrixgo/matrix/internal/importcfg"
+	"github.com/matrixgo/matrix/internal/self"
 )
 
 // EnvModule is MATRIX_ZEROCODE_MODULE: the absolute path of a
@@ -146,7 +147,7 @@ func (cfg *Config) TracerPkg() string {
 }
 
 // Hint says what a module needs for zero-code mode.
-const Hint = "zero-code mode needs " + blacklist.SelfModule + " in the program's module graph: run \"go get -tool " + blacklist.SelfModule + "/cmd/matrixexec\""
+const Hint = "zero-code mode needs " + self.Module + " in the program's module graph: run \"go get -tool " + self.Module + "/cmd/matrixexec\""
 
 // autoExports builds the tracer package (cfg.TracerPkg) and its dependencies with the
 // parent build's flags and returns "import path → export file" for each.
@@ -417,7 +418,7 @@ func mentionsSelf(getenv func(string) string, buildFlags func() []string) bool {
 		return true
 	}
 	for _, f := range moduleFiles(getenv, buildFlags) {
-		if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(blacklist.SelfModule)) {
+		if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(self.Module)) {
 			return true
 		}
 	}
@@ -771,7 +772,7 @@ func checkSameBuild(path, progFile, tracerFile string) error {
 		return nil
 	}
 	return fmt.Errorf("zero-code mode: the program links another build of %s than the tracer from %s (%s) was compiled against, probably another version: add the tracer to the program's module instead (go get -tool %s/cmd/matrixexec)",
-		path, module, EnvModule, blacklist.SelfModule)
+		path, module, EnvModule, self.Module)
 }
 
 // TracerSourceHash hashes the sources of the packages zero-code mode links
@@ -882,7 +883,7 @@ func hashTracerSources(dir string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("hash %s sources: %w", blacklist.SelfModule, err)
+		return "", fmt.Errorf("hash %s sources: %w", self.Module, err)
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
 		h.Write(data)
@@ -913,10 +914,10 @@ func selfModule(goTool string) (moduleDir, error) {
 	if m := parseSelfModule(string(b)); m.dir != "" && exists(filepath.Join(m.dir, "go.mod")) {
 		return m, nil
 	}
-	cmd := nestedGo(goTool, []string{"list", "-m", "-f", selfModuleFormat, blacklist.SelfModule})
+	cmd := nestedGo(goTool, []string{"list", "-m", "-f", selfModuleFormat, self.Module})
 	out, err := cmd.Output()
 	if err != nil {
-		return moduleDir{}, fmt.Errorf("locate %s: %w", blacklist.SelfModule, err)
+		return moduleDir{}, fmt.Errorf("locate %s: %w", self.Module, err)
 	}
 	line := strings.TrimSpace(string(out))
 	m := parseSelfModule(line)

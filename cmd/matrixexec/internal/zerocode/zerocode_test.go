@@ -13,6 +13,7 @@ import (
 	"github.com/matrixgo/matrix/blacklist"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/statcache"
 	"github.com/matrixgo/matrix/cmd/matrixexec/internal/toolcmd"
+	"github.com/matrixgo/matrix/internal/self"
 )
 
 // TestNestedPGO: the nested build names the profile the go command was
@@ -223,7 +224,7 @@ func TestTracerSourcesCovered(t *testing.T) {
 	if err := walkTracerSources(root, func(dir string, _ []fs.DirEntry) error { visited = append(visited, dir); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	for _, pkg := range []string{blacklist.LocalTracerPkg, blacklist.SelfModule + "/tracer/auto"} {
+	for _, pkg := range []string{blacklist.LocalTracerPkg, self.Module + "/tracer/auto"} {
 		cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}} {{.Dir}}{{end}}", pkg)
 		cmd.Dir = root
 		out, err := cmd.Output()
@@ -232,7 +233,7 @@ func TestTracerSourcesCovered(t *testing.T) {
 		}
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			mod, dir, _ := strings.Cut(line, " ")
-			if mod != blacklist.SelfModule {
+			if mod != self.Module {
 				continue
 			}
 			if !slices.Contains(visited, dir) {
@@ -259,13 +260,13 @@ func TestTracerDepsAnchored(t *testing.T) {
 		}
 		var pkgs []string
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if mod, path, _ := strings.Cut(line, " "); mod != blacklist.SelfModule && path != "" {
+			if mod, path, _ := strings.Cut(line, " "); mod != self.Module && path != "" {
 				pkgs = append(pkgs, path)
 			}
 		}
 		return pkgs
 	}
-	anchored := list(blacklist.SelfModule + "/cmd/matrixexec/internal/zerocode")
+	anchored := list(self.Module + "/cmd/matrixexec/internal/zerocode")
 	for _, tracer := range []string{blacklist.LocalTracerPkg, blacklist.AutoTracerPkg} {
 		for _, pkg := range list(tracer) {
 			if !slices.Contains(anchored, pkg) {
