@@ -257,10 +257,10 @@ func TestYieldingLoopKeepsItsRecords(t *testing.T) {
 	}
 }
 
-func TestPoolExhaustionDegradesToNotRecorded(t *testing.T) {
-	requireLinked(t)
-	c := capture(t, Config{BufferSize: 64, MaxBuffers: 1})
-	before := ReadStats().NotRecorded
+// secondWhileFirstRuns runs the dispatch "second" (enter and exit of id 4)
+// while the dispatch "first" runs on another goroutine, which enters and
+// exits id 3 once "second" has ended.
+func secondWhileFirstRuns() {
 	hold := make(chan struct{})
 	started := make(chan struct{})
 	done := make(chan struct{})
@@ -272,6 +272,13 @@ func TestPoolExhaustionDegradesToNotRecorded(t *testing.T) {
 	Run("second", func() { rtEnter(4); rtExit(4) })
 	close(hold)
 	<-done
+}
+
+func TestPoolExhaustionDegradesToNotRecorded(t *testing.T) {
+	requireLinked(t)
+	c := capture(t, Config{BufferSize: 64, MaxBuffers: 1})
+	before := ReadStats().NotRecorded
+	secondWhileFirstRuns()
 	if got := ReadStats().NotRecorded - before; got != 1 {
 		t.Errorf("NotRecorded grew by %d, want 1", got)
 	}

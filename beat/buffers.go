@@ -39,13 +39,18 @@ const keptRecords = abi.ChunkRecords
 // chunkBytes is the size of a chunk of recording memory.
 const chunkBytes = abi.ChunkRecords * 8
 
+// chunksOf is the number of chunks that n records take.
+func chunksOf(n uint64) int64 {
+	return int64((n + abi.ChunkRecords - 1) / abi.ChunkRecords)
+}
+
 // baseChunks is the number of chunks a buffer of size records holds while
 // it exists.
 func baseChunks(size int) int64 {
 	if mappedBuffers {
 		return 1
 	}
-	return int64((size + abi.ChunkRecords - 1) / abi.ChunkRecords)
+	return chunksOf(uint64(size))
 }
 
 // firstLim is the abi.Ring.Lim of a dispatch that begins recording into a
@@ -62,11 +67,7 @@ func firstLim(size int) uint64 {
 // (abi.Ring.Lim) took for its buffer of size records beyond the buffer's
 // own.
 func grownChunks(size int, lim uint64) int64 {
-	held := int64((size + abi.ChunkRecords - 1) / abi.ChunkRecords)
-	if lim < uint64(size) {
-		held = int64(lim / abi.ChunkRecords)
-	}
-	return max(held-baseChunks(size), 0)
+	return max(chunksOf(min(lim, uint64(size)))-baseChunks(size), 0)
 }
 
 // takeChunks takes n chunks of recording memory, if there are.

@@ -180,17 +180,7 @@ func TestRecordMemoryBoundsBuffers(t *testing.T) {
 	requireLinked(t)
 	c := capture(t, Config{RecordMemory: chunkBytes})
 	before := ReadStats().NotRecorded
-	hold := make(chan struct{})
-	started := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		Run("first", func() { close(started); <-hold; rtEnter(3); rtExit(3) })
-	}()
-	<-started
-	Run("second", func() { rtEnter(4); rtExit(4) })
-	close(hold)
-	<-done
+	secondWhileFirstRuns()
 	if got := ReadStats().NotRecorded - before; got != 1 {
 		t.Errorf("NotRecorded grew by %d, want 1", got)
 	}

@@ -133,33 +133,41 @@ func childItem(items []analysis.Item, i int, id uint32) int {
 	return -1
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
+// poll polls cond for up to 10 s and reports whether it held.
+func poll(cond func() bool) bool {
 	for deadline := time.Now().Add(10 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+// waitFor polls cond for up to 10 s, and fails the test if it never held.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !poll(cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
 // waitParked waits, for up to 10 s, until goroutine goid is parked for
 // reason ("select", "chan receive", …) as a goroutine dump shows it, and
-// reports whether it was.
+// reports whether it was. It may run on any goroutine.
 func waitParked(goid uint64, reason string) bool {
 	head := "goroutine " + strconv.FormatUint(goid, 10) + " [" + reason
 	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	return poll(func() bool {
 		n := runtime.Stack(buf, true)
 		for _, block := range strings.Split(string(buf[:n]), "\n\n") {
 			if strings.HasPrefix(block, head+"]") || strings.HasPrefix(block, head+",") {
 				return true
 			}
 		}
-	}
-	return false
+		return false
+	})
 }
 
 // TestGoroutineOutlivesItsDispatch: the dispatch's end does not wait for
