@@ -10,11 +10,14 @@
 // not fit or cannot be sent: it never blocks the program.
 //
 // The wire format is that of the official OTLP protobuf types
-// (go.opentelemetry.io/proto/otlp), written with google.golang.org/protobuf's
-// wire primitives; a body is a TracesData message, which is wire-identical
-// to the collector's ExportTraceServiceRequest. gRPC is spoken with
-// net/http's HTTP/2 client (see docs/reports.md for why not the official
-// exporter packages).
+// (go.opentelemetry.io/proto/otlp), written with encoding/binary's varints;
+// a body is a TracesData message, which is wire-identical to the
+// collector's ExportTraceServiceRequest. OTLP/HTTP is sent over HTTP/1.1
+// with net/http's request writer and answer reader, and gRPC over HTTP/2
+// with golang.org/x/net's HPACK, by two small clients of the sink's own
+// rather than net/http's Client, whose Transport would be the larger part
+// of the sink in every zero-code program (see docs/reports.md, and there
+// too for why not the official exporter packages).
 package otlp
 
 import (

@@ -31,9 +31,13 @@ import (
 // queue full, or whose request finally fails, is dropped and counted
 // (Dropped): a collector that is down or slow never blocks the program.
 type Exporter struct {
-	cfg    Config
-	client *http.Client
-	ch     chan *ResourceSpans
+	cfg Config
+	// client sends the requests: an h1 for OTLP/HTTP, an h2 for gRPC.
+	client interface {
+		do(*http.Request) (*http.Response, error)
+		close()
+	}
+	ch chan *ResourceSpans
 
 	accepted   atomic.Uint64 // issues queued
 	progress   chan struct{} // signalled when issues were sent or lost
@@ -66,8 +70,8 @@ func NewExporter(cfg Config) (*Exporter, error) {
 	case "", ProtocolHTTPProtobuf:
 		cfg.Protocol = ProtocolHTTPProtobuf
 	case ProtocolGRPC:
-		// gRPC over net/http's HTTP/2 client: plain text (h2c with prior
-		// knowledge) for http://, TLS for https://.
+		// gRPC over HTTP/2 (h2): plain text (h2c with prior knowledge)
+		// for http://, TLS for https://.
 		u, _ := url.Parse(cfg.URL)
 		cfg.URL = u.Scheme + "://" + u.Host + grpcExportPath
 	default:
@@ -76,30 +80,19 @@ func NewExporter(cfg Config) (*Exporter, error) {
 	if cfg.Compression != "" && cfg.Compression != CompressionGzip {
 		return nil, fmt.Errorf("otlp: compression %q: want gzip or none", cfg.Compression)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 2
-	if cfg.TLS != nil {
-		tr.TLSClientConfig = cfg.TLS.Clone()
-	}
-	if cfg.Protocol == ProtocolGRPC {
-		var p http.Protocols
-		if strings.HasPrefix(cfg.URL, "https:") {
-			p.SetHTTP2(true)
-		} else {
-			p.SetUnencryptedHTTP2(true)
-		}
-		tr.Protocols = &p
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Exporter{
 		cfg:      cfg,
-		client:   &http.Client{Timeout: cfg.Timeout, Transport: tr},
+		client:   newH1(cfg.TLS),
 		ch:       make(chan *ResourceSpans, cfg.QueueSize),
 		progress: make(chan struct{}, 1),
 		ctx:      ctx,
 		cancel:   cancel,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	if cfg.Protocol == ProtocolGRPC {
+		e.client = newH2(cfg.TLS)
 	}
 	beat.Go(e.run)
 	return e, nil
@@ -243,6 +236,7 @@ func (e *Exporter) lose(counter *atomic.Uint64, n int, err error) {
 
 func (e *Exporter) run() {
 	defer close(e.done)
+	defer e.client.close()
 	batch := make([]*ResourceSpans, 0, e.cfg.MaxBatch)
 	fill := func() {
 		for len(batch) < e.cfg.MaxBatch {
@@ -337,7 +331,9 @@ func (e *Exporter) post(body []byte) (retry bool, after time.Duration, err error
 	} else if e.cfg.Compression == CompressionGzip {
 		body = gzipped(body)
 	}
-	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, e.cfg.URL, bytes.NewReader(body))
+	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return false, 0, fmt.Errorf("otlp: request: %w", err)
 	}
@@ -357,7 +353,7 @@ func (e *Exporter) post(body []byte) (retry bool, after time.Duration, err error
 			req.Header.Set("Content-Encoding", "gzip")
 		}
 	}
-	resp, err := e.client.Do(req)
+	resp, err := e.client.do(req)
 	if err != nil {
 		return true, 0, fmt.Errorf("otlp: %s: %w%s", e.cfg.URL, err, e.hint(err))
 	}
@@ -423,13 +419,10 @@ func (e *Exporter) hint(err error) string {
 		return " (is this an OTLP/HTTP port, usually 4318? OTLP/gRPC is usually on 4317; or set " + EnvProtocol + "=http/protobuf)"
 	}
 	// An HTTP/2-only server (a gRPC port) answers an HTTP/1 request with
-	// its settings frame, which net/http's client reports as a malformed
-	// response, or, when the frame arrives before the request is written,
-	// as a response on an idle connection that it then closes.
-	for _, s := range []string{"malformed HTTP response", "readLoopPeekFailLocked", "server closed idle connection"} {
-		if strings.Contains(err.Error(), s) {
-			return " (the endpoint does not answer HTTP/1: is this the OTLP/gRPC port, usually 4317? Use the OTLP/HTTP port, usually 4318, or set " + EnvProtocol + "=grpc)"
-		}
+	// its settings frame, which net/http's answer reader calls a
+	// malformed response.
+	if strings.Contains(err.Error(), "malformed HTTP response") {
+		return " (the endpoint does not answer HTTP/1: is this the OTLP/gRPC port, usually 4317? Use the OTLP/HTTP port, usually 4318, or set " + EnvProtocol + "=grpc)"
 	}
 	return ""
 }

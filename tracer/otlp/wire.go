@@ -1,19 +1,54 @@
 package otlp
 
 import (
+	"encoding/binary"
 	"math"
-
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The exporter encodes OTLP with google.golang.org/protobuf's wire
-// primitives (protowire) rather than the generated message types of
-// go.opentelemetry.io/proto/otlp: those carry the protobuf reflection
-// runtime, which would add about 8 MB to every zero-code binary (see
-// BENCHMARKS.md). The field numbers below are those of the OTLP protos
+// The exporter writes the protobuf wire format itself, with
+// encoding/binary's varints (protobuf's varint is LEB128, what
+// binary.AppendUvarint writes) and little-endian fixed-width integers,
+// rather than with the generated message types of
+// go.opentelemetry.io/proto/otlp, which carry the protobuf reflection
+// runtime (about 8 MB in every zero-code binary, see BENCHMARKS.md), or
+// google.golang.org/protobuf's protowire, whose package initialisation
+// opens and reads the program's own executable. It writes four wire
+// types: varint, 64-bit, length-delimited and 32-bit. The field numbers
+// below are those of the OTLP protos
 // (opentelemetry/proto/trace/v1/trace.proto and friends); the tests check
 // each against the descriptors of the official generated types and decode
 // every encoding with them.
+
+// number is a protobuf field number.
+type number int32
+
+// Protobuf wire types.
+const (
+	varintType  = 0
+	fixed64Type = 1
+	bytesType   = 2
+	fixed32Type = 5
+)
+
+func appendTag(b []byte, n number, wireType int) []byte {
+	return binary.AppendUvarint(b, uint64(n)<<3|uint64(wireType))
+}
+
+// appendLen appends v, length-delimited.
+func appendLen[T string | []byte](b []byte, v T) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// sizeVarint is the length of v as a varint.
+func sizeVarint(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
 
 // Field numbers of the OTLP messages the exporter writes.
 const (
@@ -92,35 +127,35 @@ func Encode(rs []*ResourceSpans) []byte {
 }
 
 // appendMessage appends a length-delimited sub-message.
-func appendMessage(b []byte, field protowire.Number, body func([]byte) []byte) []byte {
-	b = protowire.AppendTag(b, field, protowire.BytesType)
+func appendMessage(b []byte, field number, body func([]byte) []byte) []byte {
+	b = appendTag(b, field, bytesType)
 	// Reserve one length byte, then move the body if it needs more.
 	at := len(b)
 	b = append(b, 0)
 	b = body(b)
 	n := len(b) - at - 1
-	if size := protowire.SizeVarint(uint64(n)); size > 1 {
+	if size := sizeVarint(uint64(n)); size > 1 {
 		b = append(b, make([]byte, size-1)...)
 		copy(b[at+size:], b[at+1:at+1+n])
 	}
-	protowire.AppendVarint(b[at:at], uint64(n))
+	binary.AppendUvarint(b[at:at], uint64(n))
 	return b
 }
 
-func appendString(b []byte, field protowire.Number, s string) []byte {
+func appendString(b []byte, field number, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	b = appendTag(b, field, bytesType)
+	return appendLen(b, s)
 }
 
-func appendBytes(b []byte, field protowire.Number, v []byte) []byte {
+func appendBytes(b []byte, field number, v []byte) []byte {
 	if len(v) == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
+	b = appendTag(b, field, bytesType)
+	return appendLen(b, v)
 }
 
 func (r *ResourceSpans) append(b []byte) []byte {
@@ -151,37 +186,37 @@ func (s *Span) append(b []byte) []byte {
 	}
 	b = appendString(b, fieldSpanName, s.Name)
 	if s.Kind != 0 {
-		b = protowire.AppendTag(b, fieldSpanKind, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(s.Kind))
+		b = appendTag(b, fieldSpanKind, varintType)
+		b = binary.AppendUvarint(b, uint64(s.Kind))
 	}
-	b = protowire.AppendTag(b, fieldSpanStart, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, s.Start)
-	b = protowire.AppendTag(b, fieldSpanEnd, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, s.End)
+	b = appendTag(b, fieldSpanStart, fixed64Type)
+	b = binary.LittleEndian.AppendUint64(b, s.Start)
+	b = appendTag(b, fieldSpanEnd, fixed64Type)
+	b = binary.LittleEndian.AppendUint64(b, s.End)
 	b = appendAttributes(b, fieldSpanAttributes, s.Attributes)
 	for i := range s.Events {
 		ev := &s.Events[i]
 		b = appendMessage(b, fieldSpanEvents, func(b []byte) []byte {
-			b = protowire.AppendTag(b, fieldEventTime, protowire.Fixed64Type)
-			b = protowire.AppendFixed64(b, ev.Time)
+			b = appendTag(b, fieldEventTime, fixed64Type)
+			b = binary.LittleEndian.AppendUint64(b, ev.Time)
 			b = appendString(b, fieldEventName, ev.Name)
 			return appendAttributes(b, fieldEventAttributes, ev.Attributes)
 		})
 	}
 	if s.StatusCode != StatusUnset {
 		b = appendMessage(b, fieldSpanStatus, func(b []byte) []byte {
-			b = protowire.AppendTag(b, fieldStatusCode, protowire.VarintType)
-			return protowire.AppendVarint(b, uint64(s.StatusCode))
+			b = appendTag(b, fieldStatusCode, varintType)
+			return binary.AppendUvarint(b, uint64(s.StatusCode))
 		})
 	}
 	if s.Flags != 0 {
-		b = protowire.AppendTag(b, fieldSpanFlags, protowire.Fixed32Type)
-		b = protowire.AppendFixed32(b, s.Flags)
+		b = appendTag(b, fieldSpanFlags, fixed32Type)
+		b = binary.LittleEndian.AppendUint32(b, s.Flags)
 	}
 	return b
 }
 
-func appendAttributes(b []byte, field protowire.Number, kvs []KeyValue) []byte {
+func appendAttributes(b []byte, field number, kvs []KeyValue) []byte {
 	for i := range kvs {
 		kv := &kvs[i]
 		b = appendMessage(b, field, func(b []byte) []byte {
@@ -196,17 +231,24 @@ func (v Value) append(b []byte) []byte {
 	switch v.kind {
 	case valueString:
 		// Written even when empty: the oneof is set.
-		b = protowire.AppendTag(b, fieldAnyString, protowire.BytesType)
-		return protowire.AppendString(b, v.s)
+		b = appendTag(b, fieldAnyString, bytesType)
+		return appendLen(b, v.s)
 	case valueBool:
-		b = protowire.AppendTag(b, fieldAnyBool, protowire.VarintType)
-		return protowire.AppendVarint(b, protowire.EncodeBool(v.n != 0))
+		b = appendTag(b, fieldAnyBool, varintType)
+		return append(b, boolByte(v.n != 0))
 	case valueInt:
-		b = protowire.AppendTag(b, fieldAnyInt, protowire.VarintType)
-		return protowire.AppendVarint(b, uint64(v.n))
+		b = appendTag(b, fieldAnyInt, varintType)
+		return binary.AppendUvarint(b, uint64(v.n))
 	case valueDouble:
-		b = protowire.AppendTag(b, fieldAnyDouble, protowire.Fixed64Type)
-		return protowire.AppendFixed64(b, math.Float64bits(v.f))
+		b = appendTag(b, fieldAnyDouble, fixed64Type)
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(v.f))
 	}
 	return b
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }

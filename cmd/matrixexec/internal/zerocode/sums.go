@@ -8,5 +8,5 @@ package zerocode
 // a zero-code build never stops for a missing entry (see
 // MissingSumError). TestTracerDepsAnchored keeps the list whole.
 import (
-	_ "google.golang.org/protobuf/encoding/protowire"
+	_ "golang.org/x/net/http2/hpack"
 )
