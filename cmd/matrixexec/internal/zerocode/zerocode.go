@@ -532,6 +532,19 @@ func mainPackageDir(goTool string, files []string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// variantConflict says what it means that the main package of importPath
+// imports pkg with another archive than the tracer was built against
+// (sharedVariant): nothing in a test binary of one of the tracer's own
+// dependencies, which links that package's test variant; otherwise an
+// error, since the two builds of pkg then came from different sources
+// (changed while the build ran).
+func variantConflict(pkg, importPath string) error {
+	if strings.HasSuffix(importPath, ".test") {
+		return nil
+	}
+	return fmt.Errorf("zero-code mode: the tracer was compiled against another build of %s than the one %s imports (did its sources change while the build ran? build again)", pkg, importPath)
+}
+
 // sharedVariant returns a package the main package imports directly with
 // another archive than the tracer was built against, or "".
 func sharedVariant(cfg *importcfg.Config, exports map[string]string) string {
@@ -667,10 +680,16 @@ func Inject(cfg *Config, c *toolcmd.Cmd, dir string) (extra, importcfg string, a
 		return "", "", nil, nil // the program starts the tracer itself
 	}
 	if conflict := sharedVariant(orig, exports); conflict != "" {
-		// A test binary of one of the tracer's own dependencies links
-		// that package's test variant, which the tracer was not compiled
-		// against.
-		cfg.Log.Debug("zero-code mode skipped: test variant of a tracer dependency", "pkg", conflict)
+		err := variantConflict(conflict, os.Getenv("TOOLEXEC_IMPORTPATH"))
+		if err == nil {
+			cfg.Log.Debug("zero-code mode skipped: test variant of a tracer dependency", "pkg", conflict)
+			return "", "", nil, nil
+		}
+		if cfg.Mode == On {
+			return "", "", nil, err
+		}
+		cfg.Log.Warn("zero-code mode unavailable", "error", err)
+		fmt.Fprintf(os.Stderr, "matrixexec: zero-code mode unavailable, the program is built without the tracer (MATRIX_ZEROCODE=on makes this an error, off silences it): %v\n", err)
 		return "", "", nil, nil
 	}
 	cfgWith := orig.Clone()

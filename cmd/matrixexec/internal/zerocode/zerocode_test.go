@@ -312,3 +312,17 @@ func TestMissingSumPackage(t *testing.T) {
 		t.Errorf("message %q does not say what to run", e.Error())
 	}
 }
+
+// A package that the main package imports with another archive than the
+// tracer was built against is expected in a test binary of one of the
+// tracer's dependencies (its test variant); in a program it means the
+// two builds came from different sources, which is said, not passed over.
+func TestVariantConflict(t *testing.T) {
+	if err := variantConflict("github.com/matrixgo/matrix/beat", "github.com/matrixgo/matrix/beat.test"); err != nil {
+		t.Errorf("test binary: %v", err)
+	}
+	err := variantConflict("example.com/lib", "example.com/app")
+	if err == nil || !strings.Contains(err.Error(), "example.com/lib") || !strings.Contains(err.Error(), "build again") {
+		t.Errorf("program: %v", err)
+	}
+}
