@@ -48,6 +48,15 @@ type h1 struct {
 // writes return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// bindContext makes conn's reads and writes end at ctx's deadline, and at
+// once when ctx is done, until stop is called; stop reports whether it
+// came first.
+func bindContext(ctx context.Context, conn net.Conn) (stop func() bool) {
+	dl, _ := ctx.Deadline() // the zero time: none
+	conn.SetDeadline(dl)
+	return context.AfterFunc(ctx, func() { conn.SetDeadline(aLongTimeAgo) })
+}
+
 func newH1(cfg *tls.Config) *h1 {
 	var d net.Dialer
 	return &h1{tls: cfg, proxy: http.ProxyFromEnvironment, dial: d.DialContext}
@@ -86,12 +95,7 @@ func (c *h1) try(req *http.Request) (resp *http.Response, started bool, err erro
 		return nil, false, err
 	}
 	conn := c.conn
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	} else {
-		conn.SetDeadline(time.Time{})
-	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(aLongTimeAgo) })
+	stop := bindContext(ctx, conn)
 	defer func() {
 		if err != nil {
 			stop()
@@ -212,8 +216,7 @@ func connectTunnel(ctx context.Context, conn net.Conn, proxy *url.URL, addr stri
 	if auth := basicAuth(proxy.User); auth != "" {
 		req.Header.Set("Proxy-Authorization", auth)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(aLongTimeAgo) })
-	defer stop()
+	defer bindContext(ctx, conn)()
 	if err := req.Write(conn); err != nil {
 		return err
 	}

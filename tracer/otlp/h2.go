@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/net/http2/hpack"
 )
@@ -127,14 +126,7 @@ func (c *h2) try(req *http.Request) (*http.Response, error) {
 	if err := c.connect(ctx, req); err != nil {
 		return nil, err
 	}
-	conn := c.conn
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	} else {
-		conn.SetDeadline(time.Time{})
-	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(aLongTimeAgo) })
-	defer stop()
+	defer bindContext(ctx, c.conn)()
 
 	id := c.nextStream
 	c.nextStream += 2
@@ -211,11 +203,7 @@ func (c *h2) connect(ctx context.Context, req *http.Request) error {
 	c.enc = hpack.NewEncoder(&c.encBuf)
 	c.dec = hpack.NewDecoder(4096, nil)
 	c.dec.SetMaxStringLength(h2MaxBody)
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(aLongTimeAgo) })
-	defer stop()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
+	defer bindContext(ctx, conn)()
 	if _, err := io.WriteString(conn, h2Preface); err != nil {
 		return err
 	}
