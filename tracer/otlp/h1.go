@@ -77,7 +77,8 @@ func (c *h1) do(req *http.Request) (*http.Response, error) {
 		}
 		c.drop()
 		if ctxErr := req.Context().Err(); ctxErr != nil {
-			return nil, fmt.Errorf("%w (%v)", ctxErr, err)
+			// What failed then is the connection the context cut.
+			return nil, ctxErr
 		}
 		if !reused || started || attempt > 0 || req.GetBody == nil {
 			return nil, err

@@ -104,7 +104,8 @@ func (c *h2) do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		c.drop()
 		if ctxErr := req.Context().Err(); ctxErr != nil {
-			return nil, fmt.Errorf("%w (%v)", ctxErr, err)
+			// What failed then is the connection the context cut.
+			return nil, ctxErr
 		}
 		return nil, err
 	}
