@@ -5,7 +5,8 @@
 #
 # The service: chi v5 beside a Go 1.22 ServeMux, each with GET /fast and a
 # ~300 ms GET /orders/{id}; and a gin variant. Its module has matrixexec as
-# a tool dependency (taken from this checkout), so matrixexec builds it in
+# a tool dependency (this checkout, served as a version of the module from
+# a proxy in a directory: bench/cmd/modproxy), so matrixexec builds it in
 # zero-code mode with the defaults. Two builds are timed, each round
 # interleaved plain / matrixexec, each side with its own GOCACHE:
 #
@@ -140,11 +141,17 @@ SRC
 	(
 		cd "$dir"
 		go get github.com/go-chi/chi/v5@v5.5.0 github.com/gin-gonic/gin@v1.12.0 >/dev/null 2>&1
-		# What "go get -tool github.com/matrixgo/matrix/cmd/matrixexec"
-		# does, with the module taken from this checkout.
-		go mod edit -require=github.com/matrixgo/matrix@v0.0.0 -replace=github.com/matrixgo/matrix="$ROOT" \
-			-tool=github.com/matrixgo/matrix/cmd/matrixexec
-		GOSUMDB=off go mod tidy >/dev/null 2>&1
+		# "go get -tool github.com/matrixgo/matrix/cmd/matrixexec@VERSION",
+		# as a user runs it: this checkout is served as a version of the
+		# module from a proxy in a directory, so that it comes from the
+		# module cache, as a released version does (a replace by a
+		# directory would make matrixexec check the tracer's sources for
+		# changes on every build).
+		local v
+		v=$(cd "$BENCH" && go run ./cmd/modproxy -out "$TMP/proxy" "$ROOT")
+		GOPROXY="file://$TMP/proxy,$(go env GOPROXY)" GONOSUMDB=github.com/matrixgo/matrix \
+			go get -tool "github.com/matrixgo/matrix/cmd/matrixexec@$v" >/dev/null
+		go mod tidy >/dev/null 2>&1
 	)
 }
 

@@ -160,14 +160,14 @@ func TestSpansTrueTimes(t *testing.T) {
 
 	// A begin after the time is refused.
 	r.Begin = "2026-01-02T03:04:06Z"
-	if _, err := Spans(r); err == nil {
+	if _, err := Spans(r.typed()); err == nil {
 		t.Error("begin after time: no error")
 	}
 }
 
 // dispatchReports are the LAG, ANR and final reports of one dispatch.
-func dispatchReports() (lag, anr, final *Report) {
-	base := func(id, detail, at string, cost int64) *Report {
+func dispatchReports() (lag, anr, final *flat) {
+	base := func(id, detail, at string, cost int64) *flat {
 		r := slowReport()
 		r.ID, r.Detail, r.Time, r.Cost, r.TraceParent = id, detail, at, cost, ""
 		r.DispatchID, r.Begin = 17, "2026-01-02T03:04:00.000000100Z"
@@ -245,9 +245,9 @@ func TestSpansOneDispatchOneTrace(t *testing.T) {
 	}
 }
 
-func mustSpans(t *testing.T, r *Report) []Span {
+func mustSpans(t *testing.T, r *flat) []Span {
 	t.Helper()
-	s, err := Spans(r)
+	s, err := Spans(r.typed())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,13 +262,13 @@ func mustSpans(t *testing.T, r *Report) []Span {
 func TestSpansClientBoundaries(t *testing.T) {
 	r := slowReport()
 	r.Frames = append(r.Frames,
-		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "db SELECT * FROM t WHERE id = ?", Kind: "db", Start: i64(100),
+		tracer.Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "db SELECT * FROM t WHERE id = ?", Kind: "db", Start: 100,
 			Bound: &tracer.Bound{System: "sqlite", Statement: "SELECT * FROM t WHERE id = ?"}},
-		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 5, Func: "db COMMIT", Kind: "db", Start: i64(130),
+		tracer.Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 5, Func: "db COMMIT", Kind: "db", Start: 130,
 			Bound: &tracer.Bound{Statement: "COMMIT"}},
-		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "http GET https://api.example.com", Kind: "http", Start: i64(140),
+		tracer.Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "http GET https://api.example.com", Kind: "http", Start: 140,
 			Bound: &tracer.Bound{Method: "GET", Scheme: "https", Host: "api.example.com"}},
-		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "rpc /shop.Orders/Get orders:50051", Kind: "rpc", Start: i64(170),
+		tracer.Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "rpc /shop.Orders/Get orders:50051", Kind: "rpc", Start: 170,
 			Bound: &tracer.Bound{Method: "/shop.Orders/Get", Host: "orders:50051"}},
 	)
 	spans := decode(t, mustSpans(t, r))
@@ -313,7 +313,7 @@ func TestSpansPublishBoundary(t *testing.T) {
 	const spanID = "051581bf3cb55c13"
 	r := slowReport()
 	r.Frames = append(r.Frames,
-		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 1, Func: "publish nats 127.0.0.1:4222", Kind: "publish", Start: i64(100),
+		tracer.Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 1, Func: "publish nats 127.0.0.1:4222", Kind: "publish", Start: 100,
 			Bound: &tracer.Bound{System: "nats", Host: "127.0.0.1:4222", SpanID: spanID}})
 	var producers []*tracepb.Span
 	for _, s := range decode(t, mustSpans(t, r)) {
@@ -346,9 +346,9 @@ func TestSpansPropagatedTrace(t *testing.T) {
 	r.TraceParent = ""
 	r.TraceID = traceID
 	r.Frames = append(r.Frames,
-		Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "http GET http://stock:8080", Kind: "http", Start: i64(140),
+		tracer.Frame{Depth: 2, ID: 1048575, Count: 1, Cost: 20, Func: "http GET http://stock:8080", Kind: "http", Start: 140,
 			Bound: &tracer.Bound{Method: "GET", Scheme: "http", Host: "stock:8080", SpanID: spanID}})
-	client := func(r *Report) (*tracepb.Span, []*tracepb.Span) {
+	client := func(r *flat) (*tracepb.Span, []*tracepb.Span) {
 		spans := decode(t, mustSpans(t, r))
 		for _, s := range spans {
 			if s.Kind == tracepb.Span_SPAN_KIND_CLIENT {

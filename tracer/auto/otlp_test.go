@@ -34,7 +34,9 @@ func TestReportDropsHungCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	exp.OnReportIssue(tracer.NewIssue(tracer.TagEvilMethod, "", at, map[string]any{"detail": "NORMAL", "cost": int64(900), "scene": "GET /x"}))
+	is := tracer.NewIssue(tracer.TagEvilMethod, "", at, nil)
+	is.Report = &tracer.EvilReport{Detail: tracer.DetailNormal, Cost: 900, Scene: "GET /x"}
+	exp.OnReportIssue(is)
 	<-got // the request is in flight
 	exp.Close(100 * time.Millisecond)
 	var b bytes.Buffer

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,12 +110,7 @@ func (e *Exporter) OnReportIssue(is tracer.Issue) {
 	if is.Tag != tracer.TagEvilMethod {
 		return
 	}
-	b, err := json.Marshal(is.Content)
-	if err != nil {
-		e.lose(&e.failed, 1, fmt.Errorf("otlp: encode issue: %w", err))
-		return
-	}
-	r, err := ParseReport(b)
+	r, err := ReportOf(is)
 	if err != nil {
 		e.lose(&e.failed, 1, fmt.Errorf("otlp: issue: %w", err))
 		return

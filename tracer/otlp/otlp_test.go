@@ -5,6 +5,8 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -109,20 +111,22 @@ const (
 	callerSpan  = "00f067aa0ba902b7"
 )
 
-func i64(v int64) *int64 { return &v }
-
 func slowReport() *Report {
 	return &Report{
 		Tag: tracer.TagEvilMethod, ID: "5b1f0c1e-8d57-4b4e-9d8f-3f7f0a4f5e21", Time: "2026-01-02T03:04:05.5Z",
-		Process: "shop", PID: 42, Detail: "NORMAL", Cost: 900, StackKey: "7|", Scene: "GET /slow", Name: "http", Kind: "http",
-		TraceParent: "00-" + callerTrace + "-" + callerSpan + "-01",
-		TraceState:  "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
-		Frames: []Frame{
-			{Depth: 0, ID: dispatchID, Count: 1, Cost: 900, Func: "DISPATCH", Start: i64(0)},
-			{Depth: 1, ID: 5, Count: 1, Cost: 880, Func: "example.com/shop.handler", File: "/src/shop/main.go", Line: 10, Start: i64(10)},
-			{Depth: 2, ID: 6, Count: 3, Cost: 30, Func: "example.com/shop.fast", File: "/src/shop/main.go", Line: 20, Start: i64(12)},
-			{Depth: 2, ID: 7, Count: 1, Cost: 800, Func: "example.com/shop.slow", File: "/src/shop/main.go", Line: 30, Start: i64(60)},
-			{Depth: 3, ID: 8, Count: 1, Cost: 790, Kind: "wait", Reason: "sync.Mutex.Lock", Start: i64(65)},
+		Process: "shop", PID: 42,
+		Evil: &tracer.EvilReport{
+			Detail: "NORMAL", Cost: 900, Scene: "GET /slow",
+			Dispatch:    &tracer.DispatchFields{Name: "http", Kind: "http"},
+			TraceParent: "00-" + callerTrace + "-" + callerSpan + "-01",
+			TraceState:  "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
+			Tree: &tracer.TreeFields{StackKey: "7|", Recorded: true, Frames: []tracer.Frame{
+				{Depth: 0, ID: dispatchID, Count: 1, Cost: 900, Func: "DISPATCH", Start: 0},
+				{Depth: 1, ID: 5, Count: 1, Cost: 880, Func: "example.com/shop.handler", File: "/src/shop/main.go", Line: 10, Start: 10},
+				{Depth: 2, ID: 6, Count: 3, Cost: 30, Func: "example.com/shop.fast", File: "/src/shop/main.go", Line: 20, Start: 12},
+				{Depth: 2, ID: 7, Count: 1, Cost: 800, Func: "example.com/shop.slow", File: "/src/shop/main.go", Line: 30, Start: 60},
+				{Depth: 3, ID: 8, Count: 1, Cost: 790, Kind: "wait", Reason: "sync.Mutex.Lock", Start: 65},
+			}},
 		},
 	}
 }
@@ -130,11 +134,12 @@ func slowReport() *Report {
 func TestSpansBadReports(t *testing.T) {
 	for name, mod := range map[string]func(*Report){
 		"not an issue": func(r *Report) { r.Tag = tracer.TagFPS },
+		"no fields":    func(r *Report) { r.Evil = nil },
 		"no time":      func(r *Report) { r.Time = "" },
 		"bad time":     func(r *Report) { r.Time = "yesterday" },
 		"no id":        func(r *Report) { r.ID = "" },
-		"negative":     func(r *Report) { r.Cost = -1 },
-		"huge":         func(r *Report) { r.Cost = 1 << 62 },
+		"negative":     func(r *Report) { r.Evil.Cost = -1 },
+		"huge":         func(r *Report) { r.Evil.Cost = 1 << 62 },
 	} {
 		r := slowReport()
 		mod(r)
@@ -144,20 +149,39 @@ func TestSpansBadReports(t *testing.T) {
 	}
 }
 
+// issue returns the issue the tracer would hand the sink for r: its typed
+// report, with the fields every issue carries.
 func issue(t testing.TB, r *Report) tracer.Issue {
 	t.Helper()
-	frames := make([]tracer.Frame, 0, len(r.Frames))
-	for _, f := range r.Frames {
-		frames = append(frames, tracer.Frame{Depth: f.Depth, ID: f.ID, Count: f.Count, Cost: f.Cost, Func: f.Func, File: f.File, Line: f.Line, Start: *f.Start})
-	}
 	at, err := time.Parse(time.RFC3339Nano, r.Time)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tracer.NewIssue(tracer.TagEvilMethod, r.StackKey, at, map[string]any{
-		"detail": r.Detail, "cost": r.Cost, "stackKey": r.StackKey, "scene": r.Scene, "frames": frames,
-		tracer.KeyTraceParent: r.TraceParent,
-	})
+	is := tracer.NewIssue(r.Tag, r.Evil.Tree.StackKey, at, nil)
+	is.Report = r.Evil
+	return is
+}
+
+// TestReportOf: the sink reads an issue's typed report and the fields
+// every issue carries, and refuses an issue without a typed report.
+func TestReportOf(t *testing.T) {
+	want := slowReport()
+	is := issue(t, want)
+	r, err := ReportOf(is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Evil != want.Evil || r.Tag != tracer.TagEvilMethod || r.ID != is.ID || r.Time != "2026-01-02T03:04:05.5Z" ||
+		r.Process == "" || r.PID != int64(os.Getpid()) || r.GoVersion != runtime.Version() {
+		t.Errorf("ReportOf = %+v", r)
+	}
+	spans, err := Spans(r)
+	if err != nil || len(spans) != 5 || spans[0].Name != "GET /slow" {
+		t.Errorf("spans of the issue: %d, %v (%+v)", len(spans), err, spans)
+	}
+	if _, err := ReportOf(tracer.NewIssue(tracer.TagEvilMethod, "", time.Time{}, nil)); err == nil {
+		t.Error("ReportOf accepted an issue without a typed report")
+	}
 }
 
 func closedURL(t *testing.T) string {

@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -27,87 +26,21 @@ const dispatchID = abi.DispatchID
 // a record holds), so that they convert to ns without overflow.
 const maxMs = abi.TimeMask
 
-// Report is the part of a JSON report line that export reads. Fields
-// absent from the line stay zero; Frame.Start is nil in reports written
-// before frames carried their start.
+// Report is one issue as export reads it: the fields every issue carries
+// (tracer.NewIssue) and the report itself, tracer.EvilReport, the one
+// definition of a slow call's, LAG's, ANR's or slow start-up's fields. The
+// sink takes both from the issue the tracer hands it (ReportOf), with no
+// encoding in between; the export command decodes a report line into it.
 type Report struct {
-	Tag        string `json:"tag"`
-	ID         string `json:"id"`
-	Time       string `json:"time"`
-	Process    string `json:"process"`
-	PID        int64  `json:"pid"`
-	HostName   string `json:"hostName"`
-	GoVersion  string `json:"goVersion"`
-	Detail     string `json:"detail"`
-	Cost       int64  `json:"cost"`
-	Stack      string `json:"stack"`
-	StackKey   string `json:"stackKey"`
-	Scene      string `json:"scene"`
-	Name       string `json:"name"`
-	Kind       string `json:"kind"`
-	Goroutine  uint64 `json:"goroutine"`
-	DispatchID uint64 `json:"dispatchId"`
-	Begin      string `json:"begin"`
-	Method     string `json:"method"`
-	Host       string `json:"host"`
-	Scheme     string `json:"scheme"`
-	Status     int    `json:"status"`
-	Recorded   *bool  `json:"recorded"`
-	Note       string `json:"note"`
-	Why        string `json:"why"`
-	HeldBack   uint64 `json:"heldBack"`
-	// What the dispatch allocated (tracer.EvilReport.AllocBytes, …).
-	AllocBytes     uint64  `json:"allocBytes"`
-	AllocObjects   uint64  `json:"allocObjects"`
-	AllocFunc      string  `json:"allocFunc"`
-	AllocFuncBytes uint64  `json:"allocFuncBytes"`
-	CPU            *int64  `json:"cpu"`
-	Usage          string  `json:"usage"`
-	TraceParent    string  `json:"traceparent"`
-	TraceState     string  `json:"tracestate"`
-	TraceID        string  `json:"trace_id"`
-	Frames         []Frame `json:"frames"`
-
-	// What the watchdog saw of a LAG or ANR.
-	ThreadStack string `json:"threadStack"`
-	Served      uint64 `json:"served"`
-	Running     int    `json:"running"`
-	Goroutines  int    `json:"goroutines"`
-	// What an ANR report adds about the process.
-	Memory    map[string]uint64 `json:"memory"`
-	GCPauseMs float64           `json:"gcPauseMs"`
-	GCCycles  uint64            `json:"gcCycles"`
-	// Repeat is the N+1 pattern of a slow call, when it has one.
-	Repeat *tracer.RepeatFields `json:"repeat"`
-}
-
-// Frame is one call-tree node of a report (tracer.Frame as JSON), with the
-// optional kind of node ("wait", "goroutine", "inline") and the reason of
-// a wait, when the report has them.
-type Frame struct {
-	Depth  int    `json:"depth"`
-	ID     uint32 `json:"id"`
-	Count  int    `json:"count"`
-	Cost   int64  `json:"cost"`
-	Func   string `json:"func"`
-	File   string `json:"file"`
-	Line   int    `json:"line"`
-	Start  *int64 `json:"start"`
-	Kind   string `json:"kind"`
-	Reason string `json:"reason"`
-	For    string `json:"for"`
-	// Bound holds a boundary's attributes (Kind "db", "http", "rpc",
-	// "publish").
-	Bound *tracer.Bound `json:"bound"`
-	// WokenBy names the goroutine that ended a wait (tracer.Frame.WokenBy).
-	WokenBy *tracer.Waker `json:"woken_by"`
-	// Handoff marks a worker handed work (tracer.Frame.Handoff).
-	Handoff bool `json:"handoff"`
-	// Samples is how many stack samples a sampled frame (Kind
-	// "sampled") stands for (tracer.Frame.Samples), AllocBytes what the
-	// allocation samples under it do (tracer.Frame.AllocBytes).
-	Samples    int    `json:"samples"`
-	AllocBytes uint64 `json:"allocBytes"`
+	Tag       string `json:"tag"`
+	ID        string `json:"id"`
+	Time      string `json:"time"`
+	Process   string `json:"process"`
+	PID       int64  `json:"pid"`
+	HostName  string `json:"hostName"`
+	GoVersion string `json:"goVersion"`
+	// Evil is the report's own fields; nil for a line that has none.
+	Evil *tracer.EvilReport `json:",inline"`
 }
 
 // Exported reports whether export sends the report: a slow call, LAG, ANR
@@ -115,13 +48,28 @@ type Frame struct {
 // reports (Trace_FPS, Trace_StartUp) are not issues of one dispatch.
 func (r *Report) Exported() bool { return r.Tag == tracer.TagEvilMethod }
 
-// ParseReport decodes one JSON report line.
-func ParseReport(line []byte) (*Report, error) {
-	var r Report
-	if err := json.Unmarshal(line, &r); err != nil {
-		return nil, fmt.Errorf("not a JSON report: %w", err)
+// ReportOf returns the report of an issue of the tracer: its typed report
+// (Issue.Report, shared, not copied) with the fields every issue carries.
+// It fails for an issue that carries no *tracer.EvilReport (one made by
+// tracer.NewIssue).
+func ReportOf(is tracer.Issue) (*Report, error) {
+	ev, ok := is.Report.(*tracer.EvilReport)
+	if !ok || ev == nil {
+		return nil, fmt.Errorf("issue %s (%s) carries no report of a slow call", is.ID, is.Tag)
 	}
-	return &r, nil
+	r := &Report{Tag: is.Tag, ID: is.ID, Evil: ev}
+	c := is.Content
+	r.Time, _ = c[tracer.KeyTime].(string)
+	r.Process, _ = c[tracer.KeyProcess].(string)
+	switch pid := c[tracer.KeyPID].(type) {
+	case int:
+		r.PID = int64(pid)
+	case int64:
+		r.PID = pid
+	}
+	r.HostName, _ = c[tracer.KeyHostName].(string)
+	r.GoVersion, _ = c[tracer.KeyGoVersion].(string)
+	return r, nil
 }
 
 // Span is one OTLP span (opentelemetry.proto.trace.v1.Span), with the
@@ -232,8 +180,7 @@ type ResourceSpans struct {
 // plus that 1 ms tick, since a node of cost c ms ran for less than c+1 ms;
 // so no span has a zero length. A node is kept inside its parent (moved
 // earlier, or shortened to the parent's length, when the ticks overshoot
-// it). In a report whose frames have no start, the children of a node are
-// laid out one after the other from the node's start.
+// it).
 //
 // Trace and span ids are derived from the report, so exporting the same
 // report twice yields the same spans. The trace id is the one of the
@@ -245,6 +192,27 @@ func Spans(r *Report) ([]Span, error) {
 	if !r.Exported() {
 		return nil, fmt.Errorf("tag %q is not an issue (want %s)", r.Tag, tracer.TagEvilMethod)
 	}
+	ev := r.Evil
+	if ev == nil {
+		return nil, errors.New("report has no fields of a slow call")
+	}
+	// The groups a report may lack, as zero values.
+	var d tracer.DispatchFields
+	if ev.Dispatch != nil {
+		d = *ev.Dispatch
+	}
+	var tree tracer.TreeFields
+	if ev.Tree != nil {
+		tree = *ev.Tree
+	}
+	var wd tracer.WatchdogFields
+	if ev.Watchdog != nil {
+		wd = *ev.Watchdog
+	}
+	var anr tracer.ANRFields
+	if ev.ANR != nil {
+		anr = *ev.ANR
+	}
 	if r.Time == "" {
 		return nil, errors.New("report has no time")
 	}
@@ -252,20 +220,20 @@ func Spans(r *Report) ([]Span, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report time: %w", err)
 	}
-	if r.Cost < 0 || r.Cost > maxMs {
-		return nil, fmt.Errorf("report cost %d ms is out of range 0..%d", r.Cost, int64(maxMs))
+	if ev.Cost < 0 || ev.Cost > maxMs {
+		return nil, fmt.Errorf("report cost %d ms is out of range 0..%d", ev.Cost, int64(maxMs))
 	}
 	if r.ID == "" {
 		return nil, errors.New("report has no id")
 	}
-	rootStart := end.Add(-time.Duration(r.Cost) * time.Millisecond)
-	if r.Begin != "" {
-		b, err := time.Parse(time.RFC3339Nano, r.Begin)
+	rootStart := end.Add(-time.Duration(ev.Cost) * time.Millisecond)
+	if d.Begin != "" {
+		b, err := time.Parse(time.RFC3339Nano, d.Begin)
 		if err != nil {
 			return nil, fmt.Errorf("report begin: %w", err)
 		}
 		if b.After(end) {
-			return nil, fmt.Errorf("report begins at %s, after its time %s", r.Begin, r.Time)
+			return nil, fmt.Errorf("report begins at %s, after its time %s", d.Begin, r.Time)
 		}
 		rootStart = b
 	}
@@ -274,8 +242,8 @@ func Spans(r *Report) ([]Span, error) {
 
 	seed := r.ID
 	var dispatchKey string
-	if r.DispatchID != 0 {
-		dispatchKey = fmt.Sprintf("%s/%d/%d/%s", r.Process, r.PID, r.DispatchID, r.Begin)
+	if d.ID != 0 {
+		dispatchKey = fmt.Sprintf("%s/%d/%d/%s", r.Process, r.PID, d.ID, d.Begin)
 	}
 	var traceID [16]byte
 	var parent [8]byte
@@ -285,11 +253,11 @@ func Spans(r *Report) ([]Span, error) {
 	flags := local
 	hasParent := false
 	state := "" // the caller's tracestate, which every span of its trace keeps
-	if tc, ok := tracer.ParseTraceParent(r.TraceParent); ok {
-		traceID, parent, hasParent, state = tc.TraceID, tc.SpanID, true, r.TraceState
+	if tc, ok := tracer.ParseTraceParent(ev.TraceParent); ok {
+		traceID, parent, hasParent, state = tc.TraceID, tc.SpanID, true, ev.TraceState
 		local = FlagHasIsRemote | uint32(tc.Flags)
 		flags = local | FlagIsRemote
-	} else if id, ok := tracecontext.ParseTraceID(r.TraceID); ok {
+	} else if id, ok := tracecontext.ParseTraceID(ev.TraceID); ok {
 		// The trace the dispatch made, and passed on to the services it
 		// called.
 		traceID = id
@@ -300,12 +268,12 @@ func Spans(r *Report) ([]Span, error) {
 		}
 		copy(traceID[:], h[:16])
 	}
-	scene := r.Scene
+	scene := ev.Scene
 	if scene == "" {
-		scene = r.Name
+		scene = d.Name
 	}
 	rootID := spanID(seed, -1)
-	lagOrANR := r.Detail == tracer.DetailLag || r.Detail == tracer.DetailANR
+	lagOrANR := ev.Detail == tracer.DetailLag || ev.Detail == tracer.DetailANR
 	if dispatchKey != "" {
 		dispatchSpan := spanID("dispatch/"+dispatchKey, -1)
 		if lagOrANR {
@@ -316,7 +284,7 @@ func Spans(r *Report) ([]Span, error) {
 			rootID = dispatchSpan
 		}
 	}
-	spans := make([]Span, 1, 1+len(r.Frames))
+	spans := make([]Span, 1, 1+len(tree.Frames))
 	spans[0] = Span{
 		TraceID:      traceID,
 		SpanID:       rootID,
@@ -330,10 +298,10 @@ func Spans(r *Report) ([]Span, error) {
 	}
 	root := &spans[0]
 	keyFunc := ""
-	if fn, _, ok := tracer.ParseWaitKey(r.StackKey); ok {
+	if fn, _, ok := tracer.ParseWaitKey(tree.StackKey); ok {
 		keyFunc = fn
-	} else if id, ok := strings.CutSuffix(r.StackKey, "|"); ok {
-		for _, f := range r.Frames {
+	} else if id, ok := strings.CutSuffix(tree.StackKey, "|"); ok {
+		for _, f := range tree.Frames {
 			if strconv.FormatUint(uint64(f.ID), 10) == id {
 				keyFunc = f.Func
 				break
@@ -341,73 +309,71 @@ func Spans(r *Report) ([]Span, error) {
 		}
 	}
 	switch {
-	case r.Detail == tracer.DetailNormal && r.Kind == "http":
-		httpServer(root, r, scene)
-	case r.Detail == tracer.DetailNormal && r.Kind == "rpc":
+	case ev.Detail == tracer.DetailNormal && d.Kind == "http":
+		httpServer(root, &d, scene)
+	case ev.Detail == tracer.DetailNormal && d.Kind == "rpc":
 		rpcServer(root, scene)
-	case r.Detail == tracer.DetailNormal && r.Kind == "message":
-		messageConsumer(root, r.Name, scene)
-	case r.Detail == tracer.DetailNormal && (r.Kind == "test" || r.Kind == "benchmark") && r.Name != "":
-		root.Name = r.Name
-		root.Attributes = append(root.Attributes, str("test.case.name", r.Name))
-	case r.Detail == tracer.DetailNormal:
+	case ev.Detail == tracer.DetailNormal && d.Kind == "message":
+		messageConsumer(root, d.Name, scene)
+	case ev.Detail == tracer.DetailNormal && (d.Kind == "test" || d.Kind == "benchmark") && d.Name != "":
+		root.Name = d.Name
+		root.Attributes = append(root.Attributes, str("test.case.name", d.Name))
+	case ev.Detail == tracer.DetailNormal:
 		root.Name = scene
 	default:
-		root.Name = strings.TrimSpace(r.Detail + " " + scene)
+		root.Name = strings.TrimSpace(ev.Detail + " " + scene)
 	}
 	root.Attributes = appendAttrs(root.Attributes,
-		str("matrix.tag", r.Tag), str("matrix.detail", r.Detail), str("matrix.scene", scene),
-		str("matrix.name", r.Name), str("matrix.kind", r.Kind), str("matrix.stackKey", r.StackKey),
-		str("matrix.stackKey.function", keyFunc), str("matrix.issue.id", r.ID), str("matrix.note", r.Note),
-		str("matrix.why", r.Why), integer("matrix.heldBack", int64(r.HeldBack)),
-		integer("matrix.goroutine", int64(r.Goroutine)), integer("matrix.dispatch.id", int64(r.DispatchID)),
+		str("matrix.tag", r.Tag), str("matrix.detail", ev.Detail), str("matrix.scene", scene),
+		str("matrix.name", d.Name), str("matrix.kind", d.Kind), str("matrix.stackKey", tree.StackKey),
+		str("matrix.stackKey.function", keyFunc), str("matrix.issue.id", r.ID), str("matrix.note", ev.Note),
+		str("matrix.why", ev.Why), integer("matrix.heldBack", int64(ev.HeldBack)),
+		integer("matrix.goroutine", int64(d.Goroutine)), integer("matrix.dispatch.id", int64(d.ID)),
 	)
-	root.Attributes = append(root.Attributes, KeyValue{"matrix.cost_ms", Int(r.Cost)})
-	if r.Recorded != nil {
-		root.Attributes = append(root.Attributes, boolean("matrix.recorded", *r.Recorded))
+	root.Attributes = append(root.Attributes, KeyValue{"matrix.cost_ms", Int(ev.Cost)})
+	if ev.Tree != nil {
+		root.Attributes = append(root.Attributes, boolean("matrix.recorded", tree.Recorded))
 	}
-	if r.CPU != nil {
-		root.Attributes = append(root.Attributes, KeyValue{"matrix.cpu_ms", Int(*r.CPU)})
+	if ev.CPU != nil {
+		root.Attributes = append(root.Attributes, KeyValue{"matrix.cpu_ms", Int(*ev.CPU)})
 	}
-	root.Attributes = appendAttrs(root.Attributes, str("matrix.cpu.usage", r.Usage),
-		integer("matrix.alloc.bytes", int64(min(r.AllocBytes, math.MaxInt64))), integer("matrix.alloc.objects", int64(min(r.AllocObjects, math.MaxInt64))),
-		str("matrix.alloc.function", r.AllocFunc), integer("matrix.alloc.function.bytes", int64(min(r.AllocFuncBytes, math.MaxInt64))))
+	root.Attributes = appendAttrs(root.Attributes, str("matrix.cpu.usage", ev.Usage),
+		integer("matrix.alloc.bytes", int64(min(ev.AllocBytes, math.MaxInt64))), integer("matrix.alloc.objects", int64(min(ev.AllocCount, math.MaxInt64))),
+		str("matrix.alloc.function", ev.AllocFunc), integer("matrix.alloc.function.bytes", int64(min(ev.AllocFuncBytes, math.MaxInt64))))
 	if lagOrANR {
 		root.Attributes = appendAttrs(root.Attributes,
-			integer("matrix.goroutines", int64(r.Goroutines)), integer("matrix.running", int64(r.Running)),
-			integer("matrix.served", int64(r.Served)))
-		ev := Event{Time: unixNano(end), Name: r.Detail}
-		ev.Attributes = appendAttrs(nil, str("matrix.goroutine.stack", r.ThreadStack), str("matrix.note", r.Note))
-		if r.Detail == tracer.DetailANR {
-			keys := make([]string, 0, len(r.Memory))
-			for k := range r.Memory {
+			integer("matrix.goroutines", int64(wd.Goroutines)), integer("matrix.running", int64(wd.Running)),
+			integer("matrix.served", int64(wd.Served)))
+		event := Event{Time: unixNano(end), Name: ev.Detail}
+		event.Attributes = appendAttrs(nil, str("matrix.goroutine.stack", wd.ThreadStack), str("matrix.note", ev.Note))
+		if ev.Detail == tracer.DetailANR {
+			keys := make([]string, 0, len(anr.Memory))
+			for k := range anr.Memory {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				root.Attributes = append(root.Attributes, KeyValue{"matrix.memory." + k, Int(int64(min(r.Memory[k], math.MaxInt64)))})
+				root.Attributes = append(root.Attributes, KeyValue{"matrix.memory." + k, Int(int64(min(anr.Memory[k], math.MaxInt64)))})
 			}
-			root.Attributes = append(root.Attributes, KeyValue{"matrix.gc.pause_ms", Double(r.GCPauseMs)}, KeyValue{"matrix.gc.cycles", Int(int64(min(r.GCCycles, math.MaxInt64)))})
+			root.Attributes = append(root.Attributes, KeyValue{"matrix.gc.pause_ms", Double(anr.GCPauseMs)}, KeyValue{"matrix.gc.cycles", Int(int64(min(anr.GCCycles, math.MaxInt64)))})
 		}
-		root.Events = append(root.Events, ev)
+		root.Events = append(root.Events, event)
 	}
-	if rp := r.Repeat; rp != nil {
+	if rp := ev.Repeat; rp != nil {
 		root.Attributes = appendAttrs(root.Attributes, str("matrix.repeat", rp.String()), str("matrix.repeat.key", rp.Key()),
 			integer("matrix.repeat.calls", int64(rp.Calls)), integer("matrix.repeat.cost_ms", rp.Cost))
 	}
 
-	// interval is a span's place in time, in ns after rootStart, and the
-	// end of its last child laid out so far (reports without starts).
+	// interval is a span's place in time, in ns after rootStart.
 	type interval struct {
 		id            [8]byte
 		start, end    int64
-		nextChild     int64
 		depthInReport int
 		fn            string // the function of the frame, if any
 	}
 	rootEnd := end.Sub(rootStart).Nanoseconds()
 	stack := []interval{{id: root.SpanID, start: 0, end: rootEnd, depthInReport: -1}}
-	frames := r.Frames
+	frames := tree.Frames
 	if len(frames) > 0 && frames[0].ID == dispatchID && frames[0].Depth == 0 {
 		// The dispatch's own node is the root span; its children are
 		// the root's. Later depth-0 nodes (a tree of package
@@ -424,15 +390,8 @@ func Spans(r *Report) ([]Span, error) {
 		// The node ran for less than cost+1 ticks: it began in the tick
 		// of its start and ended in the tick of its end.
 		length := min(min(max(f.Cost, 0), maxMs)*tick+tick, p.end-p.start)
-		var start int64
-		if f.Start != nil {
-			start = min(max(*f.Start, 0), maxMs) * tick
-		} else {
-			start = max(p.nextChild, p.start)
-		}
-		start = min(max(start, p.start), p.end-length)
+		start := min(max(min(max(f.Start, 0), maxMs)*tick, p.start), p.end-length)
 		stop := start + length
-		p.nextChild = stop
 		fn := f.Func
 		if f.Bound != nil {
 			fn = "" // a boundary's name is no function's (its attributes say what it is)
@@ -482,7 +441,7 @@ func Spans(r *Report) ([]Span, error) {
 			}
 		}
 		spans = append(spans, s)
-		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, nextChild: start, depthInReport: f.Depth, fn: fn})
+		stack = append(stack, interval{id: s.SpanID, start: start, end: stop, depthInReport: f.Depth, fn: fn})
 	}
 	return spans, nil
 }
@@ -523,7 +482,7 @@ func messageConsumer(root *Span, system, subject string) {
 // PRODUCER span of a published message, "publish" (messaging.system,
 // messaging.operation.name and .type, server.address: the subject, which
 // may hold data, is not kept).
-func client(s *Span, f Frame) {
+func client(s *Span, f tracer.Frame) {
 	b := f.Bound
 	s.Kind = SpanKindClient
 	switch f.Kind {
@@ -595,7 +554,7 @@ var httpMethods = map[string]bool{
 // httpServer makes root the SERVER span of an HTTP dispatch whose scene is
 // a net/http route pattern ("[METHOD ][HOST]/PATH") or a name the handler
 // gave it.
-func httpServer(root *Span, r *Report, scene string) {
+func httpServer(root *Span, r *tracer.DispatchFields, scene string) {
 	root.Kind = SpanKindServer
 	method := r.Method
 	route := ""
@@ -643,7 +602,7 @@ func later(a, b time.Time) time.Time {
 
 // frameName is a node's span name: the function, "[reason]" for a wait
 // ("[sync.Mutex.Lock]"), or "id <id>" when the report does not name it.
-func frameName(f Frame) string {
+func frameName(f tracer.Frame) string {
 	if f.Kind == tracer.FrameWait {
 		if f.Reason != "" {
 			return "[" + f.Reason + "]"

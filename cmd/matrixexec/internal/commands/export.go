@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/matrixgo/matrix/idalloc"
+	"github.com/matrixgo/matrix/tracer"
 	"github.com/matrixgo/matrix/tracer/otlp"
 )
 
@@ -120,9 +121,9 @@ func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32
 		if len(line) == 0 {
 			continue
 		}
-		r, err := otlp.ParseReport(line)
-		if err != nil {
-			sk.skip(fmt.Errorf("%s:%d: %w", name, n, err))
+		r := new(otlp.Report)
+		if err := decodeLine(line, r); err != nil {
+			sk.skip(fmt.Errorf("%s:%d: not a JSON report: %w", name, n, err))
 			continue
 		}
 		if r.Tag == "" {
@@ -133,14 +134,20 @@ func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32
 			skipped++
 			continue
 		}
-		if len(r.Frames) == 0 && r.Stack != "" {
-			if r.Frames, err = framesFromStack(r.Stack); err != nil {
-				sk.skip(fmt.Errorf("%s:%d: %w", name, n, err))
-				continue
+		var frames []tracer.Frame
+		if r.Evil != nil && r.Evil.Tree != nil {
+			t := r.Evil.Tree
+			if len(t.Frames) == 0 && t.Stack != "" {
+				if t.Frames, err = framesFromStack(t.Stack); err != nil {
+					sk.skip(fmt.Errorf("%s:%d: %w", name, n, err))
+					continue
+				}
+				t.Recorded = true // (a report with a stack has its tree)
 			}
+			frames = t.Frames
 		}
-		for i := range r.Frames {
-			f := &r.Frames[i]
+		for i := range frames {
+			f := &frames[i]
 			if f.Func != "" {
 				continue
 			}
@@ -169,9 +176,13 @@ func reportSpans(name string, data []byte, res otlp.Resource, entries map[uint32
 }
 
 // framesFromStack turns report lines "depth,id,count,cost" into frames,
-// for reports written before reports carried frames.
-func framesFromStack(stack string) ([]otlp.Frame, error) {
-	var frames []otlp.Frame
+// for reports written before reports carried frames. Those frames have no
+// start either: each node is placed after its previous sibling, from its
+// parent's start (a node of cost c ms ran for less than c+1 ms).
+func framesFromStack(stack string) ([]tracer.Frame, error) {
+	var frames []tracer.Frame
+	type open struct{ depth, next int64 }
+	var parents []open
 	for _, l := range strings.Split(strings.TrimSpace(stack), "\n") {
 		f := strings.Split(strings.TrimSpace(l), ",")
 		if len(f) != 4 {
@@ -185,7 +196,17 @@ func framesFromStack(stack string) ([]otlp.Frame, error) {
 			}
 			n[i] = v
 		}
-		frames = append(frames, otlp.Frame{Depth: int(n[0]), ID: uint32(n[1]), Count: int(n[2]), Cost: n[3]})
+		for len(parents) > 0 && parents[len(parents)-1].depth >= n[0] {
+			parents = parents[:len(parents)-1]
+		}
+		var start int64
+		if len(parents) > 0 {
+			p := &parents[len(parents)-1]
+			start = p.next
+			p.next = start + n[3] + 1
+		}
+		parents = append(parents, open{depth: n[0], next: start})
+		frames = append(frames, tracer.Frame{Depth: int(n[0]), ID: uint32(n[1]), Count: int(n[2]), Cost: n[3], Start: start})
 	}
 	return frames, nil
 }

@@ -237,14 +237,12 @@ func eachReport(inputs []string, stdin io.Reader, sk *skipper, fn func(pos strin
 }
 
 // decodeReport parses one report line, with a message for people when it
-// is not one. It decodes with the JSON v2 prototype, which reads a report
-// in half the time of encoding/json (BENCHMARKS.md, group 6), as leniently
-// as encoding/json does (invalid UTF-8 and duplicate names are accepted).
+// is not one (see decodeLine).
 func decodeReport(pos string, line []byte, complete bool, r *report) error {
 	if line[0] != '{' {
 		return fmt.Errorf("%s: not a JSON report (reports are JSON objects, one a line)", pos)
 	}
-	if err := jsonv2.Unmarshal(line, r, jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)); err != nil {
+	if err := decodeLine(line, r); err != nil {
 		var syn *jsontext.SyntacticError
 		var sem *jsonv2.SemanticError
 		switch {
@@ -259,6 +257,14 @@ func decodeReport(pos string, line []byte, complete bool, r *report) error {
 		return fmt.Errorf("%s: not a Matrix report: no \"tag\" field", pos)
 	}
 	return nil
+}
+
+// decodeLine decodes one report line into v with the JSON v2 prototype,
+// which reads a report in half the time of encoding/json (BENCHMARKS.md,
+// group 6), as leniently as encoding/json does: invalid UTF-8 and
+// duplicate names are accepted, and names it does not know are skipped.
+func decodeLine(line []byte, v any) error {
+	return jsonv2.Unmarshal(line, v, jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 }
 
 // flagSet reports whether the flag name was given on the command line.
