@@ -296,12 +296,21 @@ func TestParkedForeverGoroutinesReturnTheirBuffers(t *testing.T) {
 	const n = 1100
 	o := observeKids(t, Config{MaxBuffers: 4, MaxChildren: 4, ChildBufferSize: 64})
 	forever := make(chan struct{})
-	defer close(forever)
+	var exited sync.WaitGroup
 	before := ReadStats()
+	defer func() {
+		// The goroutines end with the test, and so does what they hold:
+		// the next test starts from a process without them.
+		close(forever)
+		exited.Wait()
+		waitFor(t, "the child buffers to go back", func() bool { return ReadStats().ChildBuffers == before.ChildBuffers })
+	}()
 	for range n {
 		Run("park", func() {
 			parked := make(chan struct{})
+			exited.Add(1)
 			go func() {
+				defer exited.Done()
 				Enter(12)
 				close(parked)
 				<-forever
