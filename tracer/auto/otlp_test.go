@@ -37,7 +37,11 @@ func TestReportDropsHungCollector(t *testing.T) {
 	is := tracer.NewIssue(tracer.TagEvilMethod, "", at, nil)
 	is.Report = &tracer.EvilReport{Detail: tracer.DetailNormal, Cost: 900, Scene: "GET /x"}
 	exp.OnReportIssue(is)
-	<-got // the request is in flight
+	select {
+	case <-got: // the request is in flight
+	case <-time.After(time.Minute):
+		t.Fatalf("the issue was never sent: %v", exp.Err())
+	}
 	exp.Close(100 * time.Millisecond)
 	var b bytes.Buffer
 	reportDrops(&b, exp)
