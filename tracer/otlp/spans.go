@@ -197,22 +197,7 @@ func Spans(r *Report) ([]Span, error) {
 		return nil, errors.New("report has no fields of a slow call")
 	}
 	// The groups a report may lack, as zero values.
-	var d tracer.DispatchFields
-	if ev.Dispatch != nil {
-		d = *ev.Dispatch
-	}
-	var tree tracer.TreeFields
-	if ev.Tree != nil {
-		tree = *ev.Tree
-	}
-	var wd tracer.WatchdogFields
-	if ev.Watchdog != nil {
-		wd = *ev.Watchdog
-	}
-	var anr tracer.ANRFields
-	if ev.ANR != nil {
-		anr = *ev.ANR
-	}
+	d, tree, wd, anr := valueOf(ev.Dispatch), valueOf(ev.Tree), valueOf(ev.Watchdog), valueOf(ev.ANR)
 	if r.Time == "" {
 		return nil, errors.New("report has no time")
 	}
@@ -590,6 +575,15 @@ func httpServer(root *Span, r *tracer.DispatchFields, scene string) {
 	if r.Status >= 500 && r.Status <= 599 {
 		root.StatusCode = StatusError
 	}
+}
+
+// valueOf returns *p, or T's zero value when p is nil.
+func valueOf[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
 
 // later returns the later of a and b.
